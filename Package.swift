@@ -1,0 +1,53 @@
+// swift-tools-version:5.9
+// The targets read as the pipeline: C shims → acquisition → processing → service → clients.
+import PackageDescription
+
+let package = Package(
+    name: "stepd",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "stepd", targets: ["stepd"]),
+        .executable(name: "stepctl", targets: ["stepctl"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        // Thin C shims: translate libiio / libgps / zlib into plain functions and structs, no logic.
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .target(name: "CIIO", path: "Sources/CIIO", linkerSettings: [.linkedLibrary("iio")]),
+        .target(name: "CGPS", path: "Sources/CGPS", linkerSettings: [.linkedLibrary("gps")]),
+
+        // Pure logic, no I/O: samples, resampling, filters, step detectors, geodesy.
+        .target(name: "StepProcessing", path: "Sources/StepProcessing"),
+        // Where samples and fixes come from: replay files, IIO accelerometers, gpsd.
+        .target(name: "StepAcquisition", dependencies: ["StepProcessing", "CIIO", "CGPS", "CZlib"],
+                path: "Sources/StepAcquisition"),
+        // The wire protocol's messages, shared by the daemon and its clients.
+        .target(name: "StepProtocol", path: "Sources/StepProtocol"),
+        // The daemon's engine: the processing queue, the socket server.
+        .target(name: "StepService", dependencies: [
+            "StepProcessing", "StepAcquisition", "StepProtocol",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ], path: "Sources/StepService"),
+
+        .executableTarget(name: "stepd", dependencies: [
+            "StepService",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ], path: "Sources/stepd"),
+        .executableTarget(name: "stepctl", dependencies: [
+            "StepProtocol",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ], path: "Sources/stepctl"),
+
+        .testTarget(name: "StepProcessingTests", dependencies: ["StepProcessing"], path: "Tests/StepProcessingTests"),
+        .testTarget(name: "StepdIntegrationTests", dependencies: ["StepProtocol", "StepAcquisition"],
+                    path: "Tests/StepdIntegrationTests"),
+    ]
+)

@@ -1,0 +1,28 @@
+/// A step detector consumes the uniform-rate acceleration stream and reports step instants.
+///
+/// Every detector runs causally: `process` sees each sample once, in order. A detector may report a step
+/// later than it happened (a filter's delay, or a walking bout confirmed after its first steps), so a step
+/// carries its own time, on the samples' clock.
+public protocol StepDetector: AnyObject {
+    /// The name used on the command line and in the protocol (`--detector NAME`).
+    var name: String { get }
+    /// Feeds one sample of the uniform grid; appends the times of any steps it now reports to `steps`.
+    func process(_ sample: Sample, steps: inout [Double])
+    /// Forgets all history, as at start-up.
+    func reset()
+}
+
+/// The detectors the daemon knows, by name.
+public enum StepDetectorKind: String, CaseIterable, Sendable {
+    case threshold
+    case peak
+
+    public static let `default` = StepDetectorKind.peak
+
+    public func make(sampleRateHz: Double) -> StepDetector {
+        switch self {
+        case .threshold: return ThresholdStepDetector(configuration: .init(sampleRateHz: sampleRateHz))
+        case .peak: return PeakStepDetector(sampleRateHz: sampleRateHz)
+        }
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+
+/// Why a request line could not be served; the text goes to the client in an ERROR.
+public enum RequestError: Error, Equatable, CustomStringConvertible {
+    case notJSON
+    case notAnObject
+    case missingCommand
+    case unknownCommand(String)
+    case badField(name: String, expected: String)
+    case tooLong(limit: Int)
+
+    public var description: String {
+        switch self {
+        case .notJSON: return "request is not valid JSON"
+        case .notAnObject: return "request must be a JSON object"
+        case .missingCommand: return "request has no \"cmd\" string"
+        case .unknownCommand(let c): return "unknown command \"\(c)\"; known: \(Request.Command.allCases.map(\.rawValue).joined(separator: ", "))"
+        case .badField(let name, let expected): return "field \"\(name)\" must be \(expected)"
+        case .tooLong(let limit): return "request line longer than \(limit) bytes, discarded"
+        }
+    }
+}
+
+/// One request line: `{"cmd": "...", "id": any, ...}`.
+public struct Request: Sendable {
+    public enum Command: String, CaseIterable, Sendable {
+        case status, steps, reset, watch
+    }
+
+    public let command: Command
+    /// Echoed in the reply so that a client can match replies to requests.
+    public let id: JSONValue?
+    public let fields: [String: JSONValue]
+
+    public init(command: Command, id: JSONValue? = nil, fields: [String: JSONValue] = [:]) {
+        self.command = command
+        self.id = id
+        self.fields = fields
+    }
+
+    public static func parse(_ line: Data) throws -> Request {
+        let value: JSONValue
+        do { value = try JSONDecoder().decode(JSONValue.self, from: line) } catch { throw RequestError.notJSON }
+        guard case .object(let object) = value else { throw RequestError.notAnObject }
+        guard let name = object["cmd"]?.stringValue else { throw RequestError.missingCommand }
+        guard let command = Command(rawValue: name) else { throw RequestError.unknownCommand(name) }
+        return Request(command: command, id: object["id"], fields: object)
+    }
+
+    public func bool(_ name: String) throws -> Bool? {
+        guard let v = fields[name], v != .null else { return nil }
+        guard let b = v.boolValue else { throw RequestError.badField(name: name, expected: "true or false") }
+        return b
+    }
+
+    public func strings(_ name: String) throws -> [String]? {
+        guard let v = fields[name], v != .null else { return nil }
+        guard let items = v.arrayValue else { throw RequestError.badField(name: name, expected: "an array of strings") }
+        return try items.map {
+            guard let s = $0.stringValue else { throw RequestError.badField(name: name, expected: "an array of strings") }
+            return s
+        }
+    }
+
+    public func number(_ name: String) throws -> Double? {
+        guard let v = fields[name], v != .null else { return nil }
+        guard let n = v.doubleValue, n.isFinite else { throw RequestError.badField(name: name, expected: "a number") }
+        return n
+    }
+}

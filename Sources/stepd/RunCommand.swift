@@ -1,0 +1,89 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import Logging
+import StepAcquisition
+import StepProcessing
+import StepProtocol
+import StepService
+
+/// The daemon itself: picks a source, starts the engine and the socket server, runs until SIGTERM/SIGINT.
+struct Run: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run the daemon (the default command).")
+
+    @Option(help: "Replay a t,x,y,z recording (CSV, plain or gzip) instead of reading a sensor.")
+    var replay: String?
+
+    @Option(help: "Replay speed: 1 is real time.")
+    var speed: Double = 1
+
+    @Flag(help: "Start the replay again when it ends, the clock carrying on.")
+    var loop = false
+
+    @Option(help: "The Unix socket to listen on (default \(SocketPath.system), else a per-user path).")
+    var socket: String?
+
+    @Option(help: "Step detector: \(StepDetectorKind.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var detector: String = StepDetectorKind.default.rawValue
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String = "info"
+
+    func validate() throws {
+        guard StepDetectorKind(rawValue: detector) != nil else {
+            throw ValidationError("unknown detector '\(detector)'; known: \(StepDetectorKind.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        guard speed > 0, speed.isFinite else { throw ValidationError("--speed must be a positive number") }
+    }
+
+    func run() throws {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "stepd")
+
+        var engineConfiguration = Engine.Configuration()
+        engineConfiguration.detector = StepDetectorKind(rawValue: detector)!
+        let engine = Engine(configuration: engineConfiguration)
+
+        let source: SampleSource
+        do {
+            source = try chooseSource(logger: logger)
+        } catch {
+            throw ValidationError("\(error)")
+        }
+
+        let socketPath = try socket ?? DaemonSocket.choose(logger: logger)
+        let server = ProtocolServer(configuration: .init(socketPath: socketPath), engine: engine)
+        do { try server.start() } catch { throw ValidationError("\(error)") }
+
+        engine.attach(source: source)
+        source.start(sink: engine)
+        print("stepd: counting steps from \(source.description)")
+        print("stepd: listening on \(socketPath)")
+        print("stepd: try   stepctl --socket \(socketPath) steps")
+        print("stepd:  or   echo '{\"cmd\":\"steps\"}' | socat - UNIX-CONNECT:\(socketPath)")
+        fflush(stdout)
+
+        ShutdownHandler.install(logger: logger) {
+            source.stop()
+            engine.drain()
+            server.stop()
+        }
+        dispatchMain()
+    }
+
+    private func chooseSource(logger: Logger) throws -> SampleSource {
+        if let replay {
+            return try ReplaySource(path: replay, speed: speed, loop: loop)
+        }
+        guard let bundled = DefaultRecording.locate() else {
+            throw ValidationError("no accelerometer and no bundled recording found; pass --replay FILE")
+        }
+        logger.notice("no accelerometer given: replaying the bundled recording \(bundled) in a loop")
+        return try ReplaySource(path: bundled, speed: speed, loop: true)
+    }
+}

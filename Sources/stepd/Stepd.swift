@@ -1,0 +1,11 @@
+import ArgumentParser
+
+@main
+struct Stepd: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stepd",
+        abstract: "Counts steps from an accelerometer, tracks position from gpsd, and serves both on a Unix socket.",
+        version: "0.1.0",
+        subcommands: [Run.self, Analyze.self],
+        defaultSubcommand: Run.self)
+}

@@ -51,6 +51,8 @@ public struct StatusMessage: Codable, Sendable {
     public var samples_in: Int
     public var samples_out: Int
     public var clients: Int
+    /// Gravity in the board's axes, m/s^2: a slow low-pass of the oriented samples (absent before any sample).
+    public var gravity: [Double]?
     public var id: JSONValue?
     public init(release: String, uptime_s: Double, source: SourceStatus, detector: String, rate_in_hz: Double,
                 rate_out_hz: Double, samples_in: Int, samples_out: Int, clients: Int, id: JSONValue? = nil) {
@@ -75,6 +77,8 @@ public struct StepsMessage: Codable, Sendable, Equatable {
     public var cadence_spm: Double
     public var distance_m: Double
     public var detector: String
+    /// The sensor's own step counter (kernel in_steps_input) when the accelerometer has one; its own origin.
+    public var hardware_steps: Int?
     public var id: JSONValue?
     public init(steps: Int, since: String, cadence_spm: Double, distance_m: Double, detector: String, id: JSONValue? = nil) {
         self.steps = steps

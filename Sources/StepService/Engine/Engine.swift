@@ -8,7 +8,7 @@ import StepProcessing
 /// The processing engine. It owns the pipeline and the count on one serial dispatch queue: sources hand
 /// samples over from their own threads, and everything that changes state runs on `queue`. Readers (the
 /// socket server) see only the snapshot the queue publishes after each batch.
-public final class Engine: SampleSink, @unchecked Sendable {
+public final class Engine: HardwareStepSink, @unchecked Sendable {
     public struct Configuration: Sendable {
         public var detector: StepDetectorKind = .default
         public var rateHz: Double = 60
@@ -30,6 +30,8 @@ public final class Engine: SampleSink, @unchecked Sendable {
     private var rateWindowStart: Double?
     private var rateWindowCount = 0
     private var rateInHz = 0.0
+    private var gravity = GravityEstimator()
+    private var hardwareSteps: Int?
     private var source: (kind: String, description: String, state: SourceState) = ("none", "", .starting)
 
     private let published: NIOLockedValueBox<EngineSnapshot>
@@ -81,6 +83,13 @@ public final class Engine: SampleSink, @unchecked Sendable {
         }
     }
 
+    public func hardwareStepsChanged(_ steps: Int) {
+        queue.async { [self] in
+            hardwareSteps = steps
+            publish()
+        }
+    }
+
     // MARK: Requests
 
     /// Starts counting from zero now (the seed's reset button); replies with the fresh snapshot.
@@ -103,6 +112,7 @@ public final class Engine: SampleSink, @unchecked Sendable {
         guard let last = samples.last else { return }
         var newSteps: [Double] = []
         pipeline.process(samples) { newSteps.append($0) }
+        gravity.update(with: samples)
         lastSampleTime = last.time
         measureRate(count: samples.count, until: last.time)
         if !newSteps.isEmpty {
@@ -146,6 +156,8 @@ public final class Engine: SampleSink, @unchecked Sendable {
         s.rateOutHz = configuration.rateHz
         s.samplesIn = pipeline.samplesIn
         s.samplesOut = pipeline.samplesOut
+        s.gravity = gravity.gravity
+        s.hardwareSteps = hardwareSteps
         published.withLockedValue { $0 = s }
     }
 }

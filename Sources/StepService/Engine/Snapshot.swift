@@ -1,5 +1,6 @@
 import Foundation
 import StepAcquisition
+import StepProcessing
 
 /// What the processing queue publishes for the socket server to read without touching pipeline state.
 public struct EngineSnapshot: Sendable {
@@ -15,6 +16,10 @@ public struct EngineSnapshot: Sendable {
     public var rateOutHz = 0.0
     public var samplesIn = 0
     public var samplesOut = 0
+    /// Gravity in the board's axes (m/s^2), nil before the first sample.
+    public var gravity: Vector3?
+    /// The sensor's hardware step counter, when it has one.
+    public var hardwareSteps: Int?
 }
 
 /// Something that happened on the processing queue that watchers may want pushed to them.

@@ -135,16 +135,20 @@ public final class ProtocolServer: @unchecked Sendable {
 
     private func status(id: JSONValue?) -> StatusMessage {
         let s = engine.snapshot
-        return StatusMessage(release: stepdRelease, uptime_s: Date().timeIntervalSince(startedAt),
+        var message = StatusMessage(release: stepdRelease, uptime_s: Date().timeIntervalSince(startedAt),
                              source: SourceStatus(kind: s.sourceKind, description: s.sourceDescription,
                                                   state: s.sourceState.name, error: s.sourceState.reason),
                              detector: s.detector, rate_in_hz: s.rateInHz, rate_out_hz: s.rateOutHz,
                              samples_in: s.samplesIn, samples_out: s.samplesOut, clients: clients.count, id: id)
+        message.gravity = s.gravity.map { [$0.x, $0.y, $0.z] }
+        return message
     }
 
     private func steps(_ s: EngineSnapshot, id: JSONValue?) -> StepsMessage {
-        StepsMessage(steps: s.steps, since: Timestamp.string(s.since), cadence_spm: s.cadenceStepsPerMinute,
-                     distance_m: s.distanceMeters, detector: s.detector, id: id)
+        var message = StepsMessage(steps: s.steps, since: Timestamp.string(s.since), cadence_spm: s.cadenceStepsPerMinute,
+                                   distance_m: s.distanceMeters, detector: s.detector, id: id)
+        message.hardware_steps = s.hardwareSteps
+        return message
     }
 
     private func watch(_ request: Request, channel: Channel) throws -> WatchMessage {

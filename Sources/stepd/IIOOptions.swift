@@ -19,7 +19,10 @@ struct IIOOptions: ParsableArguments {
     /// Prints every accelerometer; a context that cannot be opened is a clear error, not a crash.
     func listAccelerometers() throws {
         let found: [AccelerometerDescription]
-        do { found = try IIODiscovery.accelerometers(uri: uri) } catch { throw ValidationError("\(error)") }
+        do { found = try IIODiscovery.accelerometers(uri: uri) } catch {
+            FileHandle.standardError.write(Data("stepd: \(error)\n".utf8))
+            throw ExitCode.failure
+        }
         if found.isEmpty {
             print("no IIO accelerometer at \(uri)")
             return

@@ -26,7 +26,7 @@ struct IIOBufferedSource {
             throw IIOError.deviceBusy(device: name, path: "/dev/\(device.id)")
         }
 
-        let rateHz = try configureRate()
+        let rateHz = try IIODiscovery.configureRate(of: device, pipelineRateHz: pipelineRateHz) ?? pipelineRateHz
         let clock = configureTimestampClock(hasTimestamp: timestamp != nil)
         try assignTrigger()
 
@@ -93,21 +93,6 @@ struct IIOBufferedSource {
         }
     }
 
-    /// Picks the rate from sampling_frequency_available and writes it; returns the rate the device reports.
-    private func configureRate() throws -> Double {
-        guard let at = IIODiscovery.rateAttribute(of: device) else { return pipelineRateHz }
-        let available = IIODiscovery.availableRates(of: device, at: at)
-        if let chosen = IIODiscovery.chooseRate(from: available, pipelineRateHz: pipelineRateHz) {
-            try IIODiscovery.write(device, at, "sampling_frequency", Self.format(chosen))
-        }
-        let text = try IIODiscovery.read(device, at, "sampling_frequency")
-        guard let rate = Double(text), rate > 0, rate.isFinite else {
-            throw IIOError.badAttribute(device: device.displayName, attribute: "sampling_frequency", value: text,
-                                        reason: "not a positive rate")
-        }
-        return rate
-    }
-
     /// Asks for monotonic timestamps (the kernel's default is realtime, which jumps with the wall clock).
     private func configureTimestampClock(hasTimestamp: Bool) -> IIOTimeline.Clock {
         guard hasTimestamp else { return .none }
@@ -132,8 +117,6 @@ struct IIOBufferedSource {
                                            reason: IIODevice.message(errno: -result))
         }
     }
-
-    static func format(_ hz: Double) -> String { hz == hz.rounded() ? String(Int(hz)) : String(hz) }
 }
 
 /// Sample times in seconds on the monotonic clock: from the timestamp channel when there is one, else

@@ -103,6 +103,22 @@ public enum IIODiscovery {
         available.filter { $0 >= pipelineRateHz }.min() ?? available.max()
     }
 
+    /// Picks the rate from sampling_frequency_available and writes it; returns the rate the device then
+    /// reports, or nil when the device has no sampling_frequency.
+    static func configureRate(of device: IIODevice, pipelineRateHz: Double) throws -> Double? {
+        guard let at = rateAttribute(of: device) else { return nil }
+        if let chosen = chooseRate(from: availableRates(of: device, at: at), pipelineRateHz: pipelineRateHz) {
+            // A refused write (read-only attribute, a driver that rejects the value) leaves the current rate.
+            try? write(device, at, "sampling_frequency", chosen == chosen.rounded() ? String(Int(chosen)) : String(chosen))
+        }
+        let text = try read(device, at, "sampling_frequency")
+        guard let rate = Double(text), rate > 0, rate.isFinite else {
+            throw IIOError.badAttribute(device: device.displayName, attribute: "sampling_frequency", value: text,
+                                        reason: "not a positive rate")
+        }
+        return rate
+    }
+
     // MARK: Mount matrix
 
     static func mountMatrixText(of device: IIODevice) -> String? {

@@ -14,6 +14,8 @@ struct IIOPolledSource {
     func run(sink: SampleSink, stop: IIOStopSignal, hardwareSteps: IIOStepCounter?) throws {
         let name = device.displayName
         guard let axes = IIODiscovery.accelerationChannels(of: device) else { throw IIOError.disconnected(device: name) }
+        // The chip's own output rate: at least the polling rate, so every read sees a fresh value.
+        _ = try IIODiscovery.configureRate(of: device, pipelineRateHz: rateHz)
         var calibration = try IIOCalibration(device: device, channels: axes, fullScaleCounts: nil)
         hardwareSteps?.enable()
         let period = 1 / rateHz

@@ -75,38 +75,4 @@ final class SampleValidatorTests: XCTestCase {
     }
 }
 
-final class GravityEstimatorTests: XCTestCase {
-    func testStartsAtTheFirstSampleAndSettlesOnTheMean() {
-        var g = GravityEstimator(timeConstantSeconds: 2)
-        XCTAssertNil(g.gravity)
-        g.update(with: Sample(time: 0, x: 0, y: 0, z: 9.8))
-        XCTAssertEqual(g.gravity, Vector3(x: 0, y: 0, z: 9.8))
-        // A 2 Hz swing of ±3 m/s^2 on y around gravity on x, for 30 s at 60 Hz.
-        for i in 1...1800 {
-            let t = Double(i) / 60
-            g.update(with: Sample(time: t, x: 9.8, y: 3 * sin(2 * .pi * 2 * t), z: 0))
-        }
-        let settled = try! XCTUnwrap(g.gravity)
-        XCTAssertEqual(settled.x, 9.8, accuracy: 0.01)
-        // First-order ripple: 3 / |1 + j 2π·2Hz·2s| = 0.119 m/s^2.
-        XCTAssertEqual(settled.y, 0, accuracy: 0.125)
-        XCTAssertEqual(settled.z, 0, accuracy: 0.01)
-    }
-
-    func testFollowsAChangeOfPostureWithinAFewTimeConstants() {
-        var g = GravityEstimator(timeConstantSeconds: 2)
-        g.update(with: Sample(time: 0, x: 0, y: 0, z: 9.8))
-        for i in 1...600 { g.update(with: Sample(time: Double(i) / 60, x: 9.8, y: 0, z: 0)) }   // 10 s = 5 tau
-        XCTAssertEqual(g.gravity!.x, 9.8 * (1 - exp(-5)), accuracy: 0.1)
-        XCTAssertLessThan(g.gravity!.z, 0.1)
-    }
-
-    func testIgnoresSamplesThatDoNotMoveTimeForward() {
-        var g = GravityEstimator()
-        g.update(with: Sample(time: 1, x: 0, y: 0, z: 9.8))
-        g.update(with: Sample(time: 1, x: 100, y: 0, z: 0))
-        XCTAssertEqual(g.gravity, Vector3(x: 0, y: 0, z: 9.8))
-    }
-}
-
 import Foundation

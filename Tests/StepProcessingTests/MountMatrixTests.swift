@@ -1,5 +1,6 @@
 import XCTest
 @testable import StepProcessing
+import Foundation
 
 final class MountMatrixTests: XCTestCase {
     func testParsesTheSysfsTextAndPrintsItBack() throws {
@@ -74,5 +75,3 @@ final class SampleValidatorTests: XCTestCase {
         XCTAssertEqual(v.rejected, 3)
     }
 }
-
-import Foundation

@@ -1,4 +1,5 @@
 import CIIO
+import Foundation
 import StepProcessing
 
 /// Raw counts to m/s^2 in the board's axes: value = (raw + offset) * scale per axis (sysfs-bus-iio's
@@ -55,5 +56,3 @@ struct IIOCalibration {
         return format.is_signed ? pow(2, Double(format.bits - 1)) - 1 : pow(2, Double(format.bits)) - 1
     }
 }
-
-import Foundation

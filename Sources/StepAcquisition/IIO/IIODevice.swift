@@ -1,4 +1,5 @@
 import CIIO
+import Foundation
 import Glibc
 import StepProcessing
 
@@ -154,5 +155,3 @@ public struct AccelerometerDescription: Equatable, Sendable {
         return lines.joined(separator: "\n")
     }
 }
-
-import Foundation

@@ -1,4 +1,5 @@
 import CIIO
+import Glibc
 import StepProcessing
 
 /// Finds IIO accelerometers in a libiio context and reads what a source needs to know about one:
@@ -172,5 +173,3 @@ public enum IIODiscovery {
         return steps
     }
 }
-
-import Glibc

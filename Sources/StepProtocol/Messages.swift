@@ -51,6 +51,8 @@ public struct StatusMessage: Codable, Sendable {
     public var samples_in: Int
     public var samples_out: Int
     public var clients: Int
+    /// The history database; absent when the daemon runs without one.
+    public var store: StoreStatusMessage?
     public var id: JSONValue?
     public init(release: String, uptime_s: Double, source: SourceStatus, detector: String, rate_in_hz: Double,
                 rate_out_hz: Double, samples_in: Int, samples_out: Int, clients: Int, id: JSONValue? = nil) {

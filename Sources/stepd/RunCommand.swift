@@ -14,30 +14,27 @@ struct Run: ParsableCommand {
     @Option(help: "Replay a t,x,y,z recording (CSV, plain or gzip) instead of reading a sensor.")
     var replay: String?
 
-    @Option(help: "Replay speed: 1 is real time.")
-    var speed: Double = 1
+    @Option(help: "Replay speed: 1 is real time (default 1).")
+    var speed: Double?
 
-    @Flag(help: "Start the replay again when it ends, the clock carrying on.")
-    var loop = false
+    @Flag(inversion: .prefixedNo, help: "Start the replay again when it ends, the clock carrying on (default no).")
+    var loop: Bool?
 
     @Option(help: "The Unix socket to listen on (default \(SocketPath.system), else a per-user path).")
     var socket: String?
 
-    @Option(help: "Step detector: \(StepDetectorKind.allCases.map(\.rawValue).joined(separator: ", ")).")
-    var detector: String = StepDetectorKind.default.rawValue
+    @Option(help: "Step detector: \(StepDetectorKind.allCases.map(\.rawValue).joined(separator: ", ")) (default \(StepDetectorKind.default.rawValue)).")
+    var detector: String?
 
-    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
-    var logLevel: String = "info"
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (default info).")
+    var logLevel: String?
 
-    func validate() throws {
-        guard StepDetectorKind(rawValue: detector) != nil else {
-            throw ValidationError("unknown detector '\(detector)'; known: \(StepDetectorKind.allCases.map(\.rawValue).joined(separator: ", "))")
-        }
-        guard speed > 0, speed.isFinite else { throw ValidationError("--speed must be a positive number") }
-    }
+    // Configuration file, state directory, retention: flags override stepd.conf (ServiceOptions.swift).
+    @OptionGroup var service: ServiceOptions
 
     func run() throws {
-        let level = Logger.Level(rawValue: logLevel) ?? .info
+        let settings = try DaemonSettings.resolve(self)
+        let level = settings.logLevel
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
@@ -46,19 +43,26 @@ struct Run: ParsableCommand {
         let logger = Logger(label: "stepd")
 
         var engineConfiguration = Engine.Configuration()
-        engineConfiguration.detector = StepDetectorKind(rawValue: detector)!
+        engineConfiguration.detector = settings.detector
+        engineConfiguration.strideMeters = settings.strideMeters
         let engine = Engine(configuration: engineConfiguration)
+        let runtime = ServiceRuntime(settings: settings, engine: engine, logger: logger)
+        runtime.openStore()
 
         let source: SampleSource
         do {
-            source = try chooseSource(logger: logger)
+            source = try chooseSource(settings, logger: logger)
         } catch {
             throw ValidationError("\(error)")
         }
 
-        let socketPath = try socket ?? DaemonSocket.choose(logger: logger)
+        let passed = try runtime.passedSocket()
+        let socketPath = try passed.map { $0.path ?? "(passed by systemd)" } ?? settings.socket ?? DaemonSocket.choose(logger: logger)
         let server = ProtocolServer(configuration: .init(socketPath: socketPath), engine: engine)
-        do { try server.start() } catch { throw ValidationError("\(error)") }
+        server.store = runtime.store
+        do {
+            if let passed { try server.start(adoptingListeningSocket: passed.descriptor) } else { try server.start() }
+        } catch { throw ValidationError("\(error)") }
 
         engine.attach(source: source)
         source.start(sink: engine)
@@ -67,18 +71,20 @@ struct Run: ParsableCommand {
         print("stepd: try   stepctl --socket \(socketPath) steps")
         print("stepd:  or   echo '{\"cmd\":\"steps\"}' | socat - UNIX-CONNECT:\(socketPath)")
         fflush(stdout)
+        runtime.notifyReady(server: server)
 
         ShutdownHandler.install(logger: logger) {
             source.stop()
-            engine.drain()
+            runtime.stop()
             server.stop()
         }
         dispatchMain()
     }
 
-    private func chooseSource(logger: Logger) throws -> SampleSource {
-        if let replay {
-            return try ReplaySource(path: replay, speed: speed, loop: loop)
+    private func chooseSource(_ settings: DaemonSettings, logger: Logger) throws -> SampleSource {
+        let speed = settings.speed
+        if let replay = settings.replay {
+            return try ReplaySource(path: replay, speed: speed, loop: settings.loop)
         }
         guard let bundled = DefaultRecording.locate() else {
             throw ValidationError("no accelerometer and no bundled recording found; pass --replay FILE")

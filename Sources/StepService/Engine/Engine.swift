@@ -34,6 +34,7 @@ public final class Engine: SampleSink, @unchecked Sendable {
 
     private let published: NIOLockedValueBox<EngineSnapshot>
     private let eventHandlers = NIOLockedValueBox<[@Sendable (EngineEvent) -> Void]>([])
+    private let resetHandlers = NIOLockedValueBox<[@Sendable (Date) -> Void]>([])
 
     public init(configuration: Configuration = .init(), logger: Logger = Logger(label: "stepd.engine")) {
         self.configuration = configuration
@@ -90,8 +91,30 @@ public final class Engine: SampleSink, @unchecked Sendable {
             since = Date()
             cadence.reset()
             publish()
+            for handler in resetHandlers.withLockedValue({ $0 }) { handler(since) }
             completion(snapshot)
         }
+    }
+
+    // MARK: Persistence (the store)
+
+    /// Goes on from a count saved by an earlier run; called before the source starts.
+    public func restore(steps: Int, since: Date) {
+        queue.sync {
+            self.steps = steps
+            self.since = since
+            publish()
+        }
+    }
+
+    /// Runs `body` on the processing queue: the watchdog's proof that the queue still drains.
+    public func probe(_ body: @escaping @Sendable () -> Void) {
+        queue.async(execute: body)
+    }
+
+    /// Registers a listener for resets (the new `since`); called on the processing queue, before the reply.
+    public func onReset(_ handler: @escaping @Sendable (Date) -> Void) {
+        resetHandlers.withLockedValue { $0.append(handler) }
     }
 
     /// Waits until every batch handed over so far has been processed (used by shutdown and tests).

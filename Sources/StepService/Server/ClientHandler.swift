@@ -9,6 +9,10 @@ final class ClientHandler: ChannelInboundHandler {
 
     private let server: ProtocolServer
     private let maximumLineLength: Int
+    // A client may send its requests and shut its side down (`echo ... | socat`); replies that come later
+    // from another queue (reset, history) still reach it: the channel closes once they are written.
+    private var pendingReplies = 0
+    private var inputClosed = false
 
     init(server: ProtocolServer, maximumLineLength: Int) {
         self.server = server
@@ -40,12 +44,27 @@ final class ClientHandler: ChannelInboundHandler {
                 send(ErrorMessage(message: "\(error)"), context: context)
                 return
             }
+            pendingReplies += 1
             server.handle(request, from: context.channel) { [weak self] reply in
                 guard let self else { return }
                 context.eventLoop.assertInEventLoop()
                 self.write(reply, context: context)
+                self.pendingReplies -= 1
+                self.closeIfDone(context: context)
             }
         }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event as? ChannelEvent == .some(.inputClosed) {
+            inputClosed = true
+            closeIfDone(context: context)
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    private func closeIfDone(context: ChannelHandlerContext) {
+        if inputClosed, pendingReplies == 0 { context.close(promise: nil) }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {

@@ -38,6 +38,10 @@ public final class ProtocolServer: @unchecked Sendable {
     private var loop: EventLoop { group.any() }
     private var channel: Channel?
     private let startedAt = Date()
+    /// True when systemd handed us the socket: then the socket file is systemd's, not ours to remove.
+    private var adoptedSocket = false
+    /// The history database, when the daemon keeps one; set before `start`.
+    public var store: StepStore?
 
     // Owned by the event loop.
     private var clients: [ObjectIdentifier: Channel] = [:]
@@ -57,9 +61,31 @@ public final class ProtocolServer: @unchecked Sendable {
     public func start() throws {
         let path = configuration.socketPath
         try prepare(path: path)
+        do {
+            channel = try makeBootstrap().bind(unixDomainSocketPath: path).wait()
+        } catch {
+            throw ServerError.cannotBind(path: path, reason: "\(error)")
+        }
+        chmod(path, configuration.socketMode)
+        logger.info("listening on \(path)")
+    }
+
+    /// Serves on a socket that is already bound and listening: systemd's socket activation (LISTEN_FDS).
+    public func start(adoptingListeningSocket descriptor: CInt) throws {
+        adoptedSocket = true
+        do {
+            channel = try makeBootstrap().withBoundSocket(descriptor).wait()
+        } catch {
+            throw ServerError.cannotBind(path: configuration.socketPath, reason: "adopting descriptor \(descriptor): \(error)")
+        }
+        logger.info("serving the socket systemd passed (\(configuration.socketPath))")
+    }
+
+    private func makeBootstrap() -> ServerBootstrap {
         let maximumLineLength = configuration.maximumLineLength
-        let bootstrap = ServerBootstrap(group: group)
+        return ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 128)
+            .childChannelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
             .childChannelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(
@@ -68,13 +94,11 @@ public final class ProtocolServer: @unchecked Sendable {
                         ClientHandler(server: self, maximumLineLength: maximumLineLength))
                 }
             }
-        do {
-            channel = try bootstrap.bind(unixDomainSocketPath: path).wait()
-        } catch {
-            throw ServerError.cannotBind(path: path, reason: "\(error)")
-        }
-        chmod(path, configuration.socketMode)
-        logger.info("listening on \(path)")
+    }
+
+    /// Runs `body` on the event loop: the watchdog's proof that the loop still turns.
+    public func probe(_ body: @escaping @Sendable () -> Void) {
+        loop.execute(body)
     }
 
     public func stop() {
@@ -83,7 +107,7 @@ public final class ProtocolServer: @unchecked Sendable {
         try? loop.submit { [self] in
             for client in clients.values { client.close(promise: nil) }
         }.wait()
-        unlink(path)
+        if !adoptedSocket { unlink(path) }
         try? group.syncShutdownGracefully()
     }
 
@@ -127,6 +151,8 @@ public final class ProtocolServer: @unchecked Sendable {
                 }
             case .watch:
                 reply(Wire.line(try watch(request, channel: channel)))
+            case .history:
+                try history(request, loop: channel.eventLoop, reply: reply)
             }
         } catch {
             reply(Wire.line(ErrorMessage(message: "\(error)", id: request.id)))
@@ -135,11 +161,13 @@ public final class ProtocolServer: @unchecked Sendable {
 
     private func status(id: JSONValue?) -> StatusMessage {
         let s = engine.snapshot
-        return StatusMessage(release: stepdRelease, uptime_s: Date().timeIntervalSince(startedAt),
+        var message = StatusMessage(release: stepdRelease, uptime_s: Date().timeIntervalSince(startedAt),
                              source: SourceStatus(kind: s.sourceKind, description: s.sourceDescription,
                                                   state: s.sourceState.name, error: s.sourceState.reason),
                              detector: s.detector, rate_in_hz: s.rateInHz, rate_out_hz: s.rateOutHz,
                              samples_in: s.samplesIn, samples_out: s.samplesOut, clients: clients.count, id: id)
+        message.store = store.map { storeStatus($0.status) }
+        return message
     }
 
     private func steps(_ s: EngineSnapshot, id: JSONValue?) -> StepsMessage {

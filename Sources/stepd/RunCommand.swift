@@ -14,27 +14,49 @@ struct Run: ParsableCommand {
     @Option(help: "Replay a t,x,y,z recording (CSV, plain or gzip) instead of reading a sensor.")
     var replay: String?
 
-    @Option(help: "Replay speed: 1 is real time (default 1).")
-    var speed: Double?
+    @Option(help: "Replay speed: 1 is real time.")
+    var speed: Double = 1
 
-    @Flag(inversion: .prefixedNo, help: "Start the replay again when it ends, the clock carrying on (default no).")
-    var loop: Bool?
+    @Flag(help: "Start the replay again when it ends, the clock carrying on.")
+    var loop = false
 
     @Option(help: "The Unix socket to listen on (default \(SocketPath.system), else a per-user path).")
     var socket: String?
 
-    @Option(help: "Step detector: \(StepDetectorKind.allCases.map(\.rawValue).joined(separator: ", ")) (default \(StepDetectorKind.default.rawValue)).")
-    var detector: String?
+    @Option(help: "Step detector: \(StepDetectorKind.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var detector: String = StepDetectorKind.default.rawValue
 
-    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (default info).")
-    var logLevel: String?
+    @Option(help: "The walker's height in metres, for the stride length until GPS calibrates it.")
+    var height: Double = 1.70
 
-    // Configuration file, state directory, retention: flags override stepd.conf (ServiceOptions.swift).
+    @Option(help: "The most clients connected at once; the next one gets an ERROR and is closed.")
+    var maxClients: Int = 256
+
+    @Option(help: "A watcher that leaves more than this many KiB unread is dropped.")
+    var maxUnsentKib: Int = 256
+
+    @Option(help: "A group whose members may reset the count (root and the daemon's own user always may).")
+    var adminGroup: String?
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String = "info"
+
+    // stepd.conf, the state directory, retention (ServiceOptions.swift); flags override the file.
     @OptionGroup var service: ServiceOptions
 
-    func run() throws {
-        let settings = try DaemonSettings.resolve(self)
-        let level = settings.logLevel
+    func validate() throws {
+        guard StepDetectorKind(rawValue: detector) != nil else {
+            throw ValidationError("unknown detector '\(detector)'; known: \(StepDetectorKind.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        guard speed > 0, speed.isFinite else { throw ValidationError("--speed must be a positive number") }
+        guard (0.5...2.5).contains(height) else { throw ValidationError("--height must be in metres, between 0.5 and 2.5") }
+        guard maxUnsentKib > 0 else { throw ValidationError("--max-unsent-kib must be at least 1") }
+        guard maxClients > 0 else { throw ValidationError("--max-clients must be at least 1") }
+    }
+
+    mutating func run() throws {
+        try applyConfigurationFile()
+        let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
@@ -43,22 +65,26 @@ struct Run: ParsableCommand {
         let logger = Logger(label: "stepd")
 
         var engineConfiguration = Engine.Configuration()
-        engineConfiguration.detector = settings.detector
-        engineConfiguration.strideMeters = settings.strideMeters
+        engineConfiguration.detector = StepDetectorKind(rawValue: detector)!
+        engineConfiguration.heightMeters = height
         let engine = Engine(configuration: engineConfiguration)
-        let runtime = ServiceRuntime(settings: settings, engine: engine, logger: logger)
+        let runtime = ServiceRuntime(options: service, engine: engine, logger: logger)
         runtime.openStore()
 
         let source: SampleSource
         do {
-            source = try chooseSource(settings, logger: logger)
+            source = try chooseSource(logger: logger)
         } catch {
             throw ValidationError("\(error)")
         }
 
         let passed = try runtime.passedSocket()
-        let socketPath = try passed.map { $0.path ?? "(passed by systemd)" } ?? settings.socket ?? DaemonSocket.choose(logger: logger)
-        let server = ProtocolServer(configuration: .init(socketPath: socketPath), engine: engine)
+        let socketPath = try passed.map { $0.path ?? "(passed by systemd)" } ?? socket ?? DaemonSocket.choose(logger: logger)
+        var serverConfiguration = ProtocolServer.Configuration(socketPath: socketPath)
+        serverConfiguration.maximumClients = maxClients
+        serverConfiguration.adminGroup = adminGroup
+        serverConfiguration.maximumUnsentBytes = maxUnsentKib * 1024
+        let server = ProtocolServer(configuration: serverConfiguration, engine: engine)
         server.store = runtime.store
         do {
             if let passed { try server.start(adoptingListeningSocket: passed.descriptor) } else { try server.start() }
@@ -81,10 +107,9 @@ struct Run: ParsableCommand {
         dispatchMain()
     }
 
-    private func chooseSource(_ settings: DaemonSettings, logger: Logger) throws -> SampleSource {
-        let speed = settings.speed
-        if let replay = settings.replay {
-            return try ReplaySource(path: replay, speed: speed, loop: settings.loop)
+    private func chooseSource(logger: Logger) throws -> SampleSource {
+        if let replay {
+            return try ReplaySource(path: replay, speed: speed, loop: loop)
         }
         guard let bundled = DefaultRecording.locate() else {
             throw ValidationError("no accelerometer and no bundled recording found; pass --replay FILE")

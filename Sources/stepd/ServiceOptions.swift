@@ -1,7 +1,5 @@
 import ArgumentParser
 import Foundation
-import Logging
-import StepProcessing
 import StepService
 
 /// The daemon's service options: where its configuration and history live.
@@ -9,66 +7,20 @@ struct ServiceOptions: ParsableArguments {
     @Option(help: "The configuration file (default \(ConfigOption.defaultPath); a missing default file is fine).")
     var config: String?
 
-    @Option(help: "Where the history database lives (default \(ConfigOption.defaultStateDirectory), or $STATE_DIRECTORY under systemd).")
+    @Option(help: "Where the history database lives (default \(ConfigOption.defaultStateDirectory), $STATE_DIRECTORY under systemd).")
     var stateDir: String?
 
-    @Option(help: "Prune history older than this many days (default \(ConfigOption.defaultRetentionDays)).")
-    var retentionDays: Int?
+    @Option(help: "Prune history older than this many days.")
+    var retentionDays: Int = ConfigOption.defaultRetentionDays
 
-    @Option(name: .customLong("stride-m"), help: "Stride length in metres for the distance estimate (default 0.70).")
-    var strideMeters: Double?
-}
-
-/// Every run option after merging: a command-line flag wins over stepd.conf, which wins over the default.
-struct DaemonSettings {
-    var configPath: String
-    var socket: String?
-    var stateDirectory: String
-    var retentionDays: Int
-    var detector: StepDetectorKind
-    var strideMeters: Double
-    var replay: String?
-    var speed: Double
-    var loop: Bool
-    var logLevel: Logger.Level
-
-    /// Reads the configuration file. A bad file is reported on stderr with its file, line and key, and the
-    /// process exits with EX_CONFIG (78), which stepd.service's RestartPreventExitStatus= does not restart.
-    static func resolve(_ run: Run) throws -> DaemonSettings {
-        let configPath = run.service.config ?? ConfigOption.defaultPath
-        let file: ConfigFile
-        do {
-            file = try ConfigFile.load(path: configPath, required: run.service.config != nil)
-        } catch let error as ConfigError {
-            FileHandle.standardError.write(Data("stepd: \(error)\n".utf8))
-            throw ExitCode(ConfigError.exitStatus)
-        }
-        let detectorName = run.detector ?? file.string("detector") ?? StepDetectorKind.default.rawValue
-        guard let detector = StepDetectorKind(rawValue: detectorName) else {
-            throw ValidationError("unknown detector '\(detectorName)'; known: \(StepDetectorKind.allCases.map(\.rawValue).joined(separator: ", "))")
-        }
-        let levelName = run.logLevel ?? file.string("log_level") ?? "info"
-        guard let level = Logger.Level(rawValue: levelName) else {
-            throw ValidationError("unknown log level '\(levelName)'; known: \(ConfigOption.logLevels.joined(separator: ", "))")
-        }
-        let speed = run.speed ?? file.number("speed") ?? 1
-        guard speed > 0, speed.isFinite else { throw ValidationError("--speed must be a positive number") }
-        let retention = run.service.retentionDays ?? file.integer("retention_days") ?? ConfigOption.defaultRetentionDays
-        guard retention >= 1 else { throw ValidationError("--retention-days must be at least 1") }
-        let stride = run.service.strideMeters ?? file.number("stride_m") ?? Engine.Configuration().strideMeters
-        guard stride > 0, stride.isFinite else { throw ValidationError("--stride-m must be a positive number") }
-        return DaemonSettings(
-            configPath: configPath,
-            socket: run.socket ?? file.string("socket"),
-            stateDirectory: run.service.stateDir ?? file.string("state_dir") ?? defaultStateDirectory(),
-            retentionDays: retention, detector: detector, strideMeters: stride,
-            replay: run.replay ?? file.string("replay"), speed: speed,
-            loop: run.loop ?? file.flag("loop") ?? false, logLevel: level)
+    func validate() throws {
+        guard retentionDays >= 1 else { throw ValidationError("--retention-days must be at least 1") }
     }
 
     /// systemd's StateDirectory= (it sets $STATE_DIRECTORY), else /var/lib/stepd when this process may write
     /// there, else a per-user place, as the socket falls back for a daemon started by hand.
-    private static func defaultStateDirectory() -> String {
+    var stateDirectory: String {
+        if let stateDir { return stateDir }
         let environment = ProcessInfo.processInfo.environment
         if let systemd = environment["STATE_DIRECTORY"]?.split(separator: ":").first { return String(systemd) }
         let system = ConfigOption.defaultStateDirectory
@@ -78,5 +30,51 @@ struct DaemonSettings {
         }
         if let state = environment["XDG_STATE_HOME"], !state.isEmpty { return state + "/stepd" }
         return NSHomeDirectory() + "/.local/state/stepd"
+    }
+}
+
+extension Run {
+    /// Merges stepd.conf under the command line: each `key = value` becomes `--key value` (`loop = true`
+    /// becomes `--loop`) placed before the real arguments, and the whole is parsed again, so a flag given on
+    /// the command line wins (the last value of an option counts). A bad file is reported with its file,
+    /// line and key, and stepd exits with EX_CONFIG (78), which stepd.service does not restart on.
+    mutating func applyConfigurationFile() throws {
+        let path = service.config ?? ConfigOption.defaultPath
+        let file: ConfigFile
+        do {
+            file = try ConfigFile.load(path: path, required: service.config != nil)
+        } catch let error as ConfigError {
+            throw Self.configurationFailure(error.description)
+        }
+        guard !file.entries.isEmpty else { return }
+        var arguments: [String] = []
+        for (key, entry) in file.entries.sorted(by: { $0.value.line < $1.value.line }) {
+            let flag = "--" + key.replacingOccurrences(of: "_", with: "-")
+            switch entry.value {
+            case .flag(true): arguments.append(flag)
+            case .flag(false): break
+            case .string(let s): arguments += [flag, s]
+            case .integer(let n): arguments += [flag, String(n)]
+            case .number(let x): arguments += [flag, String(x)]
+            }
+        }
+        var commandLine = Array(CommandLine.arguments.dropFirst())
+        if commandLine.first == "run" { commandLine.removeFirst() }
+        do {
+            self = try Run.parse(arguments + commandLine)
+        } catch {
+            // The command line alone parsed, so the file's values are at fault: name the key it complains of.
+            let message = Run.message(for: error)
+            let culprit = file.entries.sorted(by: { $0.value.line < $1.value.line }).first {
+                message.contains("--" + $0.key.replacingOccurrences(of: "_", with: "-"))
+            }
+            let location = culprit.map { "\(path):\($0.value.line): key \"\($0.key)\": " } ?? "\(path): "
+            throw Self.configurationFailure(location + message)
+        }
+    }
+
+    private static func configurationFailure(_ message: String) -> ExitCode {
+        FileHandle.standardError.write(Data("stepd: \(message)\n".utf8))
+        return ExitCode(ConfigError.exitStatus)
     }
 }

@@ -1,28 +1,27 @@
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import StepProtocol
 import StepService
 
 /// The daemon's life as a system service: the history store the count continues from, the socket systemd
 /// may pass, and the notify protocol (READY, STATUS, WATCHDOG, STOPPING).
 final class ServiceRuntime {
-    let settings: DaemonSettings
     let store: StepStore
     private let engine: Engine
     private let logger: Logger
     private let notifier = Notifier.fromEnvironment()
     private var watchdog: Watchdog?
 
-    init(settings: DaemonSettings, engine: Engine, logger: Logger) {
-        self.settings = settings
+    init(options: ServiceOptions, engine: Engine, logger: Logger) {
         self.engine = engine
         self.logger = logger
-        var configuration = StepStore.Configuration(directory: settings.stateDirectory)
-        configuration.retentionDays = settings.retentionDays
+        var configuration = StepStore.Configuration(directory: options.stateDirectory)
+        configuration.retentionDays = options.retentionDays
         store = StepStore(configuration: configuration)
     }
 
-    /// Opens the store, continues the saved count, and has every step and reset recorded from now on.
+    /// Opens the store, continues the saved count, and has every step, floor and reset recorded from now on.
     func openStore() {
         let fresh = StepStore.Counter(steps: 0, since: engine.snapshot.since)
         let counter = store.open(fresh: fresh)
@@ -30,13 +29,27 @@ final class ServiceRuntime {
             engine.restore(steps: counter.steps, since: counter.since)
             logger.info("continuing from \(counter.steps) steps since \(Timestamp.string(counter.since))")
         }
-        let stride = engine.configuration.strideMeters
-        engine.onEvent { [store] event in
-            if case .step(let count, let time) = event {
-                store.recordStep(count: count, at: time, distanceMeters: stride)
+        // Floors come as running totals in PEDOMETER snapshots; the store wants what each minute added.
+        let floorsRecorded = NIOLockedValueBox(0)
+        engine.onEvent { [store, engine] event in
+            switch event {
+            case .step(let count, let time):
+                store.recordStep(count: count, at: time, distanceMeters: engine.snapshot.strideMeters)
+            case .pedometer(let snapshot):
+                guard let ascended = snapshot.floorsAscended else { break }
+                let added = floorsRecorded.withLockedValue { recorded -> Int in
+                    defer { recorded = max(recorded, ascended) }
+                    return ascended - recorded
+                }
+                if added > 0 { store.recordFloors(added, at: snapshot.end) }
+            default:
+                break
             }
         }
-        engine.onReset { [store] since in store.recordReset(since: since) }
+        engine.onReset { [store] since in
+            floorsRecorded.withLockedValue { $0 = 0 }
+            store.recordReset(since: since)
+        }
         store.startCommitting()
     }
 
@@ -66,8 +79,8 @@ final class ServiceRuntime {
         }
     }
 
-    /// The clean stop's service part, between stopping the source and closing the socket: commits the
-    /// last steps so that SIGTERM loses none.
+    /// The clean stop's service part, after the source has stopped and before the socket closes: commits
+    /// the last steps so that SIGTERM loses none.
     func stop() {
         notifier?.stopping(status: "stopping: saving \(engine.snapshot.steps) steps")
         watchdog?.stop()

@@ -5,6 +5,7 @@ import StepProcessing
 /// a command-line flag of the same name with dashes (state_dir → --state-dir) overrides the file.
 public struct ConfigOption: Sendable {
     public enum Kind: Sendable {
+        /// A path or a name: any text without NUL.
         case path
         case choice([String])
         case integer(ClosedRange<Int>)
@@ -67,25 +68,31 @@ extension ConfigOption {
     public static let defaultRetentionDays = 400
     public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
-    /// Every key stepd.conf accepts.
+    /// Every key stepd.conf accepts; each is also the command-line flag `--key-with-dashes`, which wins.
     public static let all: [ConfigOption] = [
         ConfigOption(key: "socket", kind: .path, defaultText: "/run/stepd/stepd.sock",
-                     help: "The Unix socket to listen on (ignored under socket activation, where stepd.socket decides)."),
+                     help: "The Unix socket to listen on; under socket activation stepd.socket decides instead."),
         ConfigOption(key: "state_dir", kind: .path, defaultText: defaultStateDirectory,
-                     help: "Where the history database stepd.sqlite lives."),
+                     help: "Where the history database stepd.sqlite lives ($STATE_DIRECTORY under systemd)."),
         ConfigOption(key: "retention_days", kind: .integer(1...36_500), defaultText: String(defaultRetentionDays),
-                     help: "History older than this many days is pruned (at start and hourly)."),
+                     help: "History older than this many days is pruned, at start and hourly."),
         ConfigOption(key: "detector", kind: .choice(StepDetectorKind.allCases.map(\.rawValue)),
                      defaultText: StepDetectorKind.default.rawValue, help: "The step detector."),
-        ConfigOption(key: "stride_m", kind: .number(0.2...2.5), defaultText: "0.70",
-                     help: "Stride length (m) for the distance estimate from steps; 0.414 × height is a fair guess."),
+        ConfigOption(key: "height", kind: .number(0.5...2.5), defaultText: "1.70",
+                     help: "The walker's height in metres, for the stride length until GPS calibrates it."),
         ConfigOption(key: "replay", kind: .path, defaultText: "(none)",
                      help: "Replay this t,x,y,z recording (CSV, plain or gzip) instead of reading a sensor."),
         ConfigOption(key: "speed", kind: .number(0.01...1000), defaultText: "1",
                      help: "Replay speed; 1 is real time."),
         ConfigOption(key: "loop", kind: .flag, defaultText: "false",
                      help: "Start the replay again when it ends."),
+        ConfigOption(key: "max_clients", kind: .integer(1...65_536), defaultText: "256",
+                     help: "The most clients connected at once; the next one gets an ERROR and is closed."),
+        ConfigOption(key: "max_unsent_kib", kind: .integer(1...1_048_576), defaultText: "256",
+                     help: "A watcher that leaves more than this many KiB unread is dropped."),
+        ConfigOption(key: "admin_group", kind: .path, defaultText: "(none)",
+                     help: "A group whose members may reset the count (root and the daemon's user always may)."),
         ConfigOption(key: "log_level", kind: .choice(logLevels), defaultText: "info",
-                     help: "The least severe log level written to the journal (stderr)."),
+                     help: "The least severe log level written to stderr (the journal)."),
     ]
 }

@@ -3,14 +3,17 @@ import NIOCore
 import StepProtocol
 
 /// One connected client: greets it with VERSION, answers its requests in order, and registers its watches.
+/// A client that stops reading its replies is stopped being read from (back-pressure), so it cannot make the
+/// daemon buffer without bound.
 final class ClientHandler: ChannelInboundHandler {
     typealias InboundIn = LineFrame
     typealias OutboundOut = ByteBuffer
 
     private let server: ProtocolServer
     private let maximumLineLength: Int
-    // A client may send its requests and shut its side down (`echo ... | socat`); replies that come later
-    // from another queue (reset, history) still reach it: the channel closes once they are written.
+    private var session: ClientSession?
+    // Replies still to come from another queue (reset, history), and whether the client has shut its side:
+    // the channel closes once both are done.
     private var pendingReplies = 0
     private var inputClosed = false
 
@@ -20,20 +23,30 @@ final class ClientHandler: ChannelInboundHandler {
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        server.clientConnected(context.channel)
-        send(VersionMessage(release: stepdRelease), context: context)
+        let channel = context.channel
+        guard let session = server.clientConnected(channel) else {
+            let message = ErrorMessage(message: "too many clients (limit \(server.configuration.maximumClients)); try again later")
+            write(Wire.line(message), context: context)
+            context.close(promise: nil)
+            return
+        }
+        self.session = session
+        PeerCredentials.of(channel).whenSuccess { session.credentials = $0 }
+        write(Wire.line(VersionMessage(release: stepdRelease)), context: context)
         context.fireChannelActive()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        server.clientDisconnected(context.channel)
+        if let session { server.clientDisconnected(session) }
+        session = nil
         context.fireChannelInactive()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard let session else { return }
         switch unwrapInboundIn(data) {
         case .tooLong:
-            send(ErrorMessage(message: RequestError.tooLong(limit: maximumLineLength).description), context: context)
+            write(Wire.line(ErrorMessage(message: RequestError.tooLong(limit: maximumLineLength).description)), context: context)
         case .line(let buffer):
             let bytes = Data(buffer.readableBytesView)
             if bytes.allSatisfy({ $0 == 32 || $0 == 9 }) { return }  // blank lines are keep-alives
@@ -41,18 +54,25 @@ final class ClientHandler: ChannelInboundHandler {
             do {
                 request = try Request.parse(bytes)
             } catch {
-                send(ErrorMessage(message: "\(error)"), context: context)
+                write(Wire.line(ErrorMessage(message: "\(error)")), context: context)
                 return
             }
+            let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
             pendingReplies += 1
-            server.handle(request, from: context.channel) { [weak self] reply in
+            server.handle(request, from: session) { [weak self] reply in
                 guard let self else { return }
-                context.eventLoop.assertInEventLoop()
-                self.write(reply, context: context)
+                self.write(reply, context: loopBound.value)
                 self.pendingReplies -= 1
-                self.closeIfDone(context: context)
+                self.closeIfDone(context: loopBound.value)
             }
         }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable {
+            context.channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
+        }
+        context.fireChannelWritabilityChanged()
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -72,13 +92,13 @@ final class ClientHandler: ChannelInboundHandler {
         context.close(promise: nil)
     }
 
-    private func send<T: Encodable>(_ message: T, context: ChannelHandlerContext) {
-        write(Wire.line(message), context: context)
-    }
-
     private func write(_ data: Data, context: ChannelHandlerContext) {
+        guard context.channel.isActive else { return }
         var buffer = context.channel.allocator.buffer(capacity: data.count)
         buffer.writeBytes(data)
         context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+        if !context.channel.isWritable {
+            context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
+        }
     }
 }

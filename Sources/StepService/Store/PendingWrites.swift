@@ -75,6 +75,11 @@ struct PendingWrites {
         counter = (count, since)
     }
 
+    mutating func addFloors(_ floors: Int, at time: Date) {
+        let minute = Self.minute(of: time)
+        minutes[minute, default: MinuteDelta()].floors = (minutes[minute]?.floors ?? 0) + floors
+    }
+
     mutating func setCounter(steps: Int, since: Date) {
         counter = (steps, since)
     }

@@ -122,6 +122,11 @@ public final class StepStore: @unchecked Sendable {
         }
     }
 
+    /// Floors climbed (from the barometer) in the minute of `time`.
+    public func recordFloors(_ floors: Int, at time: Date) {
+        queue.async { [self] in if !closed { pending.addFloors(floors, at: time) } }
+    }
+
     public func recordReset(since: Date) {
         queue.async { [self] in
             guard !closed else { return }

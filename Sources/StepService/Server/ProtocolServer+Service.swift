@@ -47,6 +47,11 @@ extension ProtocolServer {
         }
     }
 
+    /// Runs `body` on the event loop: the watchdog's proof that the loop still turns.
+    public func probe(_ body: @escaping @Sendable () -> Void) {
+        loop.execute(body)
+    }
+
     func storeStatus(_ s: StoreStatus) -> StoreStatusMessage {
         StoreStatusMessage(path: s.path, state: s.state, error: s.error, retention_days: s.retentionDays,
                            last_commit: s.lastCommit.map(Timestamp.string))

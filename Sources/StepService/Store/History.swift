@@ -50,9 +50,10 @@ enum HistoryBinning {
     /// per quarter-hour and this groups those exactly.
     static let quarterMinutes: Int64 = 15
 
-    /// The minute numbers (Unix minutes) whose start lies in [from, to).
+    /// The minute numbers (Unix minutes) that overlap [from, to): the minute `from` falls in counts whole,
+    /// so "since 10:30:20" includes the 10:30 minute.
     static func minuteRange(from: Date, to: Date) -> Range<Int64> {
-        let lower = Int64((from.timeIntervalSince1970 / 60).rounded(.up))
+        let lower = Int64((from.timeIntervalSince1970 / 60).rounded(.down))
         let upper = Int64((to.timeIntervalSince1970 / 60).rounded(.up))
         return lower..<max(lower, upper)
     }

@@ -24,6 +24,10 @@ public enum SocketActivation {
     public struct PassedSocket: Equatable, Sendable {
         public var descriptor: CInt
         public var name: String?
+        public init(descriptor: CInt, name: String?) {
+            self.descriptor = descriptor
+            self.name = name
+        }
     }
 
     /// The sockets passed to process `pid`, from the variables alone. Variables meant for another process

@@ -24,7 +24,7 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
         case .unavailable(let reason):
             return "history is unavailable: \(reason)"
         case .rangeTooLong(let bin, let days):
-            return "\(bin.rawValue) bins cover at most \(days) days per request; ask for hour or day bins"
+            return "\(bin.rawValue) bins cover at most \(days) days per request; ask for \(bin == .minute ? "hour or day" : "day") bins"
         case .emptyRange(let from, let to):
             return "\"from\" (\(from)) must be before \"to\" (\(to))"
         }

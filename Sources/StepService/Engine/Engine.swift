@@ -44,6 +44,8 @@ public final class Engine: SampleSink, @unchecked Sendable {
     private let published: NIOLockedValueBox<EngineSnapshot>
     private let eventHandlers = NIOLockedValueBox<[@Sendable (EngineEvent) -> Void]>([])
     private let motionWanted = NIOLockedValueBox(false)
+    /// Steps taken over from the store at start (see `restore`); zero after a reset.
+    private var restoredSteps = 0
     private let resetHandlers = NIOLockedValueBox<[@Sendable (Date) -> Void]>([])
 
     public init(configuration: Configuration = .init(), logger: Logger = Logger(label: "stepd.engine")) {
@@ -154,6 +156,7 @@ public final class Engine: SampleSink, @unchecked Sendable {
     public func reset(completion: @escaping @Sendable (EngineSnapshot) -> Void) {
         queue.async { [self] in
             steps = 0
+            restoredSteps = 0
             since = Date()
             cadence.reset()
             activity.reset()
@@ -171,6 +174,7 @@ public final class Engine: SampleSink, @unchecked Sendable {
         queue.sync {
             self.steps = steps
             self.since = since
+            restoredSteps = steps
             publish()
         }
     }
@@ -254,8 +258,10 @@ public final class Engine: SampleSink, @unchecked Sendable {
         s.distanceMeters = Double(steps) * stride.strideMeters
         s.activity = activity.state
         if cadenceNow > 0 { s.currentPaceSecondsPerMeter = 60 / (cadenceNow * stride.strideMeters) }
-        if activity.activeSeconds > 0, steps > 1 {
-            s.averageActivePaceSecondsPerMeter = activity.activeSeconds / (Double(steps - 1) * stride.strideMeters)
+        // Active time is this run's only: steps restored from the store do not count towards the pace.
+        let timedSteps = steps - restoredSteps
+        if activity.activeSeconds > 0, timedSteps > 1 {
+            s.averageActivePaceSecondsPerMeter = activity.activeSeconds / (Double(timedSteps - 1) * stride.strideMeters)
         }
         s.floorsAscended = floors?.ascended
         s.floorsDescended = floors?.descended

@@ -16,7 +16,7 @@ struct History: ParsableCommand {
     @Flag(help: "Today, from local midnight (hour bins unless --bin says otherwise).")
     var today = false
 
-    @Option(help: "How far back: 7d (today and 6 days before), 12h, 90m, or an ISO-8601 time.")
+    @Option(help: "How far back: 7d (today and 6 days before), 12h, 90m, a local date (2026-11-20), or an ISO-8601 time.")
     var since: String?
 
     @Option(help: "The end (ISO-8601; default now).")
@@ -67,9 +67,15 @@ struct History: ParsableCommand {
                         total: (reply.object["steps"] as? Int ?? 0, doubleValue(reply.object["distance_m"]))))
     }
 
-    /// "7d" → local midnight six days ago (day bins); "12h", "90m" → that long ago; an ISO-8601 time as is.
+    /// "7d" → local midnight six days ago (day bins); "12h", "90m" → that long ago; "2026-11-20" → that local
+    /// midnight (day bins); an ISO-8601 time as is.
     static func parseSince(_ text: String, now: Date) throws -> (from: Date, defaultBin: String) {
         if let date = Timestamp.date(text) { return (date, "hour") }
+        let day = DateFormatter()
+        day.locale = Locale(identifier: "en_US_POSIX")
+        day.timeZone = .current
+        day.dateFormat = "yyyy-MM-dd"
+        if let midnight = day.date(from: text) { return (Calendar.current.startOfDay(for: midnight), "day") }
         guard let unit = text.last, let amount = Int(text.dropLast()), amount > 0 else {
             throw ValidationError("--since must look like 7d, 12h, 90m or an ISO-8601 time, not '\(text)'")
         }

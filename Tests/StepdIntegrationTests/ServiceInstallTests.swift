@@ -43,6 +43,14 @@ final class ServiceInstallTests: XCTestCase {
         XCTAssertTrue(FileManager.default.isExecutableFile(atPath: destdir + "/usr/bin/stepd"))
         let unit = try String(contentsOfFile: destdir + "/usr/lib/systemd/system/stepd.service", encoding: .utf8)
         XCTAssertTrue(unit.contains("\nExecStart=/usr/bin/stepd --config /etc/stepd/stepd.conf\n"), unit)
+        for directive in ["Type=notify", "WatchdogSec=30", "Restart=on-failure", "RestartPreventExitStatus=64 78",
+                          "User=stepd", "StateDirectory=stepd", "RuntimeDirectory=stepd", "DeviceAllow=char-iio rw"] {
+            XCTAssertTrue(unit.contains("\n\(directive)\n"), "stepd.service lacks \(directive)")
+        }
+        let socketUnit = try String(contentsOfFile: destdir + "/usr/lib/systemd/system/stepd.socket", encoding: .utf8)
+        for directive in ["ListenStream=/run/stepd/stepd.sock", "SocketGroup=stepd", "SocketMode=0660"] {
+            XCTAssertTrue(socketUnit.contains("\n\(directive)\n"), "stepd.socket lacks \(directive)")
+        }
         XCTAssertFalse(unit.contains("@BINDIR@") || unit.contains("@SYSCONFDIR@"), "an unsubstituted placeholder is left")
         // The installed daemon finds the bundled recording beside its prefix.
         let analyze = try runCommand(destdir + "/usr/bin/stepd", ["analyze", destdir + "/usr/share/stepd/walk-inhand.csv.gz"])

@@ -97,6 +97,13 @@ final class StoreRestartTests: XCTestCase {
         if let days = today["bins"] as? [[String: Any]], days.count == 1 {
             XCTAssertEqual(days[0]["steps"] as? Int, restarted, "today's total")
         }
+        // stepctl's daily table: today and the six days before, and the same total.
+        let table = try runCommand(Binaries.stepctl, ["history", "--since", "7d", "--socket", again.socketPath], timeout: 30)
+        XCTAssertEqual(table.status, 0, table.stderr)
+        let rows = table.stdout.split(separator: "\n")
+        XCTAssertEqual(rows.count, 9, table.stdout)
+        XCTAssertTrue(rows.first?.hasPrefix("date") ?? false, table.stdout)
+        XCTAssertEqual(rows.last?.split(separator: " ").dropFirst().first.flatMap { Int($0) }, restarted, table.stdout)
         XCTAssertEqual(again.terminate(), 0)
     }
 

@@ -64,17 +64,28 @@ public struct HistoryMessage: Codable, Sendable {
 extension Timestamp {
     /// ISO-8601 with milliseconds and the zone's offset at that instant ("2026-03-29T00:00:00.000+01:00").
     public static func string(_ date: Date, in timeZone: TimeZone) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.timeZone = timeZone
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: date)
+        LocalTimestamps(timeZone: timeZone).string(date)
     }
 
     /// The calendar day of `date` in the zone, "2026-03-29".
     public static func day(_ date: Date, in timeZone: TimeZone) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.timeZone = timeZone
-        formatter.formatOptions = [.withFullDate]
-        return formatter.string(from: date)
+        LocalTimestamps(timeZone: timeZone).day(date)
     }
+}
+
+/// Formats many instants in one zone: making a formatter costs far more than using it, and a HISTORY reply
+/// of minute bins formats thousands.
+public struct LocalTimestamps {
+    private let instant = ISO8601DateFormatter()
+    private let date = ISO8601DateFormatter()
+
+    public init(timeZone: TimeZone) {
+        instant.timeZone = timeZone
+        instant.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        date.timeZone = timeZone
+        date.formatOptions = [.withFullDate]
+    }
+
+    public func string(_ moment: Date) -> String { instant.string(from: moment) }
+    public func day(_ moment: Date) -> String { date.string(from: moment) }
 }

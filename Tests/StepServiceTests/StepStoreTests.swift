@@ -200,5 +200,19 @@ final class StepStoreTests: XCTestCase {
             XCTAssertEqual($0 as? StoreError, .rangeTooLong(bin: .minute, maximumDays: 7))
         }
         XCTAssertNoThrow(try HistoryBinning.validate(from: now.addingTimeInterval(-400 * 86_400), to: now, size: .day))
+        XCTAssertThrowsError(try HistoryBinning.validate(from: now.addingTimeInterval(-93 * 86_400), to: now, size: .hour))
+    }
+
+    /// Autumn in Berlin: 02:00–03:00 happens twice, and each is an hour bin of its own.
+    func testRepeatedHourIsTwoBins() {
+        let berlin = calendar("Europe/Berlin")
+        let hours = HistoryBinning.intervals(from: date("2026-10-25T01:30:00+02:00"), to: date("2026-10-25T04:00:00+01:00"),
+                                             size: .hour, calendar: berlin)
+        XCTAssertEqual(hours.map(\.start), [date("2026-10-25T01:00:00+02:00"), date("2026-10-25T02:00:00+02:00"),
+                                            date("2026-10-25T02:00:00+01:00"), date("2026-10-25T03:00:00+01:00")])
+        XCTAssertTrue(hours.allSatisfy { $0.duration == 3600 })
+        let days = HistoryBinning.intervals(from: date("2026-10-24T12:00:00+02:00"), to: date("2026-10-26T00:00:01+01:00"),
+                                            size: .day, calendar: berlin)
+        XCTAssertEqual(days.map(\.duration), [24 * 3600, 25 * 3600, 24 * 3600])
     }
 }

@@ -30,10 +30,10 @@ extension ProtocolServer {
             let line: Data
             switch result {
             case .success(let bins):
+                let format = LocalTimestamps(timeZone: timeZone)
                 let messages = bins.map {
-                    HistoryBinMessage(start: Timestamp.string($0.start, in: timeZone),
-                                      end: Timestamp.string($0.end, in: timeZone),
-                                      date: size == .day ? Timestamp.day($0.start, in: timeZone) : nil,
+                    HistoryBinMessage(start: format.string($0.start), end: format.string($0.end),
+                                      date: size == .day ? format.day($0.start) : nil,
                                       steps: $0.steps, distance_m: ($0.distanceMeters * 1000).rounded() / 1000,
                                       floors: $0.floors)
                 }

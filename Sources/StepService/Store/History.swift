@@ -5,12 +5,12 @@ import Foundation
 public enum HistoryBinSize: String, CaseIterable, Sendable {
     case minute, hour, day
 
-    /// The longest range one request may cover, so a reply stays a reasonable line (7 days of minutes is
-    /// at most 10 080 bins).
+    /// The longest range one request may cover, so that a reply stays a reasonable line and a quick answer
+    /// (7 days of minutes is at most 10 080 bins, a quarter of hours 2 208).
     public var maximumDays: Int? {
         switch self {
         case .minute: return 7
-        case .hour: return 800
+        case .hour: return 92
         case .day: return nil
         }
     }
@@ -33,23 +33,8 @@ public struct HistoryBin: Sendable, Equatable {
     }
 }
 
-/// Sums over one stretch of minutes, as the database returns them: a single minute for minute bins, a UTC
-/// quarter-hour otherwise.
-struct MinuteTotal: Equatable {
-    /// Unix time of the stretch's first minute.
-    var start: Date
-    var steps: Int
-    var distanceMeters: Double
-    var floors: Int?
-}
-
-/// Groups database totals into history bins. Pure: the calendar (and so the time zone) comes in as a value.
+/// Where history bins begin and end. Pure: the calendar (and so the time zone) comes in as a value.
 enum HistoryBinning {
-    /// Every time zone in use today is offset from UTC by a whole number of quarter-hours (Nepal +5:45,
-    /// Chatham +12:45), so local hours and days are made of whole UTC quarter-hours: the database sums
-    /// per quarter-hour and this groups those exactly.
-    static let quarterMinutes: Int64 = 15
-
     /// The minute numbers (Unix minutes) that overlap [from, to): the minute `from` falls in counts whole,
     /// so "since 10:30:20" includes the 10:30 minute.
     static func minuteRange(from: Date, to: Date) -> Range<Int64> {
@@ -58,6 +43,8 @@ enum HistoryBinning {
         return lower..<max(lower, upper)
     }
 
+    static func minute(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 / 60).rounded(.down)) }
+
     static func validate(from: Date, to: Date, size: HistoryBinSize) throws {
         guard from < to else { throw StoreError.emptyRange(from: from, to: to) }
         if let days = size.maximumDays, to.timeIntervalSince(from) > Double(days) * 86_400 {
@@ -65,27 +52,17 @@ enum HistoryBinning {
         }
     }
 
-    /// `totals` in time order: minutes for `.minute`, quarter-hours otherwise.
-    static func bins(_ totals: [MinuteTotal], size: HistoryBinSize, calendar: Calendar) -> [HistoryBin] {
-        if size == .minute {
-            return totals.map {
-                HistoryBin(start: $0.start, end: $0.start.addingTimeInterval(60), steps: $0.steps,
-                           distanceMeters: $0.distanceMeters, floors: $0.floors)
-            }
+    /// The local hours or days that overlap [from, to), in order. Every zone in use is offset from UTC by
+    /// whole minutes, so each boundary is a whole minute.
+    static func intervals(from: Date, to: Date, size: HistoryBinSize, calendar: Calendar) -> [DateInterval] {
+        let unit: Calendar.Component = size == .day ? .day : size == .hour ? .hour : .minute
+        var intervals: [DateInterval] = []
+        var cursor = from
+        while cursor < to, let interval = calendar.dateInterval(of: unit, for: cursor) {
+            intervals.append(interval)
+            // A clock change can make an hour's end equal the next's start twice; step past it either way.
+            cursor = interval.end > cursor ? interval.end : cursor.addingTimeInterval(60)
         }
-        let unit: Calendar.Component = size == .hour ? .hour : .day
-        var bins: [HistoryBin] = []
-        for total in totals {
-            guard let interval = calendar.dateInterval(of: unit, for: total.start) else { continue }
-            if let last = bins.last, last.start == interval.start {
-                bins[bins.count - 1].steps += total.steps
-                bins[bins.count - 1].distanceMeters += total.distanceMeters
-                if let floors = total.floors { bins[bins.count - 1].floors = (last.floors ?? 0) + floors }
-            } else {
-                bins.append(HistoryBin(start: interval.start, end: interval.end, steps: total.steps,
-                                       distanceMeters: total.distanceMeters, floors: total.floors))
-            }
-        }
-        return bins
+        return intervals
     }
 }

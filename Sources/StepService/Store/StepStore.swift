@@ -230,6 +230,9 @@ public final class StepStore: @unchecked Sendable {
             // In WAL mode NORMAL keeps every committed transaction across a crash of the process (the WAL is
             // in the page cache) and syncs only at checkpoints, sparing the SD card of a small board.
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            // Each commit writes the pages it touched (a minute bin's and the counter's) to the WAL: small
+            // pages make that 2 KiB rather than 8 KiB twice a second of walking. Takes effect on a new file.
+            try db.execute(sql: "PRAGMA page_size = 1024")
         }
         do {
             let db = try DatabaseQueue(path: configuration.path, configuration: config)

@@ -122,6 +122,39 @@ final class ServiceActivationTests: XCTestCase {
         XCTAssertTrue(log().contains("serving the socket systemd passed (\(socketPath))"), log())
     }
 
+    /// systemd's own implementation of the passing side: systemd-socket-activate binds, and starts stepd
+    /// on the first connection, which stepd then serves.
+    func testFirstConnectionStartsTheDaemonUnderSystemdSocketActivate() throws {
+        let tool = "/usr/bin/systemd-socket-activate"
+        guard FileManager.default.isExecutableFile(atPath: tool) else { throw XCTSkip("systemd-socket-activate is not installed") }
+        let directory = try TemporaryDirectory()
+        let socketPath = directory.file("stepd.sock")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = ["--listen=\(socketPath)", "--fdname=stepd.sock", Binaries.stepd,
+                             "--replay", Binaries.bundledRecording, "--speed", "4", "--loop",
+                             "--state-dir", directory.file("state"), "--socket", directory.file("unused.sock")]
+        let log = directory.file("activate.log")
+        FileManager.default.createFile(atPath: log, contents: nil)
+        process.standardOutput = FileHandle(forWritingAtPath: log)
+        process.standardError = FileHandle(forWritingAtPath: log)
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
+        let deadline = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: socketPath), Date() < deadline { usleep(20_000) }
+
+        let client = try SocketClient(path: socketPath, receiveTimeout: 20)
+        XCTAssertEqual(client.version["class"] as? String, "VERSION")
+        let status = try client.request(["cmd": "status"])
+        XCTAssertEqual((status["source"] as? [String: Any])?["kind"] as? String, "replay")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("unused.sock")))
+        let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        XCTAssertTrue(text.contains("serving the socket systemd passed (\(socketPath))"), text)
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 0, text)
+    }
+
     func testWithoutNotifySocketTheDaemonStillRuns() throws {
         let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording], environment: ["WATCHDOG_USEC": "1000000"])
         XCTAssertEqual(try daemon.connect().request(["cmd": "status"])["class"] as? String, "STATUS")

@@ -41,4 +41,46 @@ final class ServiceUdevTests: XCTestCase {
         }
         XCTAssertEqual(complaints, [], output)
     }
+
+    /// The rule's RUN program on a copy of an IIO device's sysfs layout: exactly the attributes stepd writes
+    /// become group-writable, never the read-only ones. (Group `nogroup` stands in for `stepd`, which a test
+    /// must not create on the host.)
+    func testRunProgramOpensOnlyTheWritableAttributesStepdUses() throws {
+        guard getuid() == 0 else { throw XCTSkip("chgrp to another group needs root") }
+        let rulesText = try String(contentsOf: Binaries.repository.appendingPathComponent("udev/60-stepd.rules"), encoding: .utf8)
+        let line = try XCTUnwrap(rulesText.split(separator: "\n").first { $0.hasPrefix("RUN+=") && $0.contains("find buffer") })
+        let script = try XCTUnwrap(line.firstIndex(of: "'").flatMap { first in
+            line.lastIndex(of: "'").map { String(line[line.index(after: first)..<$0]) } })
+        let directory = try TemporaryDirectory()
+        let device = directory.file("iio:device0")
+        let files: [(String, Int)] = [
+            ("buffer/enable", 0o644), ("buffer/length", 0o644), ("buffer/data_available", 0o444),
+            ("scan_elements/in_accel_x_en", 0o644), ("scan_elements/in_accel_x_type", 0o444),
+            ("scan_elements/in_accel_x_index", 0o444), ("trigger/current_trigger", 0o644),
+            ("sampling_frequency", 0o644), ("in_accel_x_raw", 0o444), ("name", 0o444), ("in_accel_scale", 0o644),
+        ]
+        for (name, mode) in files {
+            let path = device + "/" + name
+            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
+                                                    withIntermediateDirectories: true)
+            FileManager.default.createFile(atPath: path, contents: Data("0\n".utf8), attributes: [.posixPermissions: mode])
+        }
+        let command = script.replacingOccurrences(of: "%S%p", with: device).replacingOccurrences(of: "chgrp stepd", with: "chgrp nogroup")
+        let result = try runCommand("/bin/sh", ["-c", command])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let opened = Set(["buffer/enable", "buffer/length", "scan_elements/in_accel_x_en", "trigger/current_trigger",
+                          "sampling_frequency"])
+        for (name, _) in files {
+            let attributes = try FileManager.default.attributesOfItem(atPath: device + "/" + name)
+            let group = attributes[.groupOwnerAccountName] as? String
+            let mode = (attributes[.posixPermissions] as? Int) ?? 0
+            if opened.contains(name) {
+                XCTAssertEqual(group, "nogroup", name)
+                XCTAssertEqual(mode & 0o020, 0o020, "\(name) is not group-writable")
+            } else {
+                XCTAssertNotEqual(group, "nogroup", "\(name) must stay as it was")
+                XCTAssertEqual(mode & 0o020, 0, "\(name) must not become group-writable")
+            }
+        }
+    }
 }

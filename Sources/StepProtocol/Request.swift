@@ -29,7 +29,7 @@ public enum RequestError: Error, Equatable, CustomStringConvertible {
 /// One request line: `{"cmd": "...", "id": any, ...}`.
 public struct Request: Sendable {
     public enum Command: String, CaseIterable, Sendable {
-        case status, steps, reset, watch
+        case status, steps, reset, watch, history
     }
 
     public let command: Command

@@ -45,6 +45,9 @@ public final class Engine: HardwareStepSink, @unchecked Sendable {
     private let published: NIOLockedValueBox<EngineSnapshot>
     private let eventHandlers = NIOLockedValueBox<[@Sendable (EngineEvent) -> Void]>([])
     private let motionWanted = NIOLockedValueBox(false)
+    /// Steps taken over from the store at start (see `restore`); zero after a reset.
+    private var restoredSteps = 0
+    private let resetHandlers = NIOLockedValueBox<[@Sendable (Date) -> Void]>([])
 
     public init(configuration: Configuration = .init(), logger: Logger = Logger(label: "stepd.engine")) {
         self.configuration = configuration
@@ -162,13 +165,37 @@ public final class Engine: HardwareStepSink, @unchecked Sendable {
     public func reset(completion: @escaping @Sendable (EngineSnapshot) -> Void) {
         queue.async { [self] in
             steps = 0
+            restoredSteps = 0
             since = Date()
             cadence.reset()
             activity.reset()
             floors?.reset()
             publish()
+            for handler in resetHandlers.withLockedValue({ $0 }) { handler(since) }
             completion(snapshot)
         }
+    }
+
+    // MARK: Persistence and supervision (the store, systemd's watchdog)
+
+    /// Goes on from a count saved by an earlier run; called before the source starts.
+    public func restore(steps: Int, since: Date) {
+        queue.sync {
+            self.steps = steps
+            self.since = since
+            restoredSteps = steps
+            publish()
+        }
+    }
+
+    /// Registers a listener for resets (the new `since`); called on the processing queue, before the reply.
+    public func onReset(_ handler: @escaping @Sendable (Date) -> Void) {
+        resetHandlers.withLockedValue { $0.append(handler) }
+    }
+
+    /// Runs `body` on the processing queue: the watchdog's proof that the queue still drains.
+    public func probe(_ body: @escaping @Sendable () -> Void) {
+        queue.async(execute: body)
     }
 
     /// Waits until every batch handed over so far has been processed (used by shutdown and tests).
@@ -240,8 +267,10 @@ public final class Engine: HardwareStepSink, @unchecked Sendable {
         s.distanceMeters = Double(steps) * stride.strideMeters
         s.activity = activity.state
         if cadenceNow > 0 { s.currentPaceSecondsPerMeter = 60 / (cadenceNow * stride.strideMeters) }
-        if activity.activeSeconds > 0, steps > 1 {
-            s.averageActivePaceSecondsPerMeter = activity.activeSeconds / (Double(steps - 1) * stride.strideMeters)
+        // Active time is this run's only: steps restored from the store do not count towards the pace.
+        let timedSteps = steps - restoredSteps
+        if activity.activeSeconds > 0, timedSteps > 1 {
+            s.averageActivePaceSecondsPerMeter = activity.activeSeconds / (Double(timedSteps - 1) * stride.strideMeters)
         }
         s.floorsAscended = floors?.ascended
         s.floorsDescended = floors?.descended

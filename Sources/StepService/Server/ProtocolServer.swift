@@ -46,6 +46,10 @@ public final class ProtocolServer: @unchecked Sendable {
     private var channel: Channel?
     let startedAt = Date()
     let access: AccessPolicy
+    /// True when systemd handed us the socket: then the socket file is systemd's, not ours to remove.
+    private var adoptedSocket = false
+    /// The history database, when the daemon keeps one; set before `start`.
+    public var store: StepStore?
 
     // Owned by the event loop.
     var sessions: [ObjectIdentifier: ClientSession] = [:]
@@ -84,12 +88,26 @@ public final class ProtocolServer: @unchecked Sendable {
         logger.info("listening on \(path)")
     }
 
+    /// Serves on a socket that is already bound and listening: systemd's socket activation (LISTEN_FDS).
+    public func start(adoptingListeningSocket descriptor: CInt) throws {
+        adoptedSocket = true
+        do {
+            channel = try bootstrap().withBoundSocket(descriptor).wait()
+        } catch {
+            throw ServerError.cannotBind(path: configuration.socketPath, reason: "adopting descriptor \(descriptor): \(error)")
+        }
+        logger.info("serving the socket systemd passed (\(configuration.socketPath))")
+    }
+
     func bootstrap() -> ServerBootstrap {
         let maximumLineLength = configuration.maximumLineLength
         return ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 256)
             // A modest kernel buffer, so that what a client leaves unread shows in the daemon's own count soon.
             .childChannelOption(ChannelOptions.socketOption(.so_sndbuf), value: 64 * 1024)
+            // A client that sends its requests and shuts its side (`echo ... | socat`) still gets the replies
+            // that come later from another queue (reset, history); ClientHandler closes once they are out.
+            .childChannelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
             .childChannelOption(ChannelOptions.writeBufferWaterMark,
                                 value: .init(low: configuration.maximumUnsentBytes / 2, high: configuration.maximumUnsentBytes))
             .childChannelInitializer { [self] channel in
@@ -107,7 +125,7 @@ public final class ProtocolServer: @unchecked Sendable {
         try? loop.submit { [self] in
             for session in sessions.values { session.channel.close(promise: nil) }
         }.wait()
-        unlink(configuration.socketPath)
+        if !adoptedSocket { unlink(configuration.socketPath) }
         try? group.syncShutdownGracefully()
     }
 

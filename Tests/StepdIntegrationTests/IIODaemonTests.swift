@@ -26,7 +26,8 @@ final class IIODaemonTests: XCTestCase {
         let directory = try TemporaryDirectory()
         let socket = directory.file("stepd.sock")
         let fake = try FakeIIO(devices: devices, speed: speed,
-                               command: [Binaries.stepd, "--socket", socket] + arguments, directory: directory)
+                               command: [Binaries.stepd, "--socket", socket, "--state-dir", directory.file("state")] + arguments,
+                               directory: directory)
         let daemon = FakeIIODaemon(socketPath: socket, fake: fake)
         try daemon.waitForSocket()
         return daemon
@@ -89,8 +90,9 @@ final class IIODaemonTests: XCTestCase {
         ]
         let directory = try TemporaryDirectory()
         let (a, b) = (directory.file("a.sock"), directory.file("b.sock"))
-        let script = "trap 'kill $p $q; wait; exit 0' TERM; \(Binaries.stepd) --device adxl355 --socket \(a) & p=$!; "
-            + "\(Binaries.stepd) --device lid --socket \(b) & q=$!; wait"
+        let script = "trap 'kill $p $q; wait; exit 0' TERM; \(Binaries.stepd) --device adxl355 --socket \(a) "
+            + "--state-dir \(directory.file("state-a")) & p=$!; "
+            + "\(Binaries.stepd) --device lid --socket \(b) --state-dir \(directory.file("state-b")) & q=$!; wait"
         let fake = try FakeIIO(devices: devices, command: ["sh", "-c", script], directory: directory)
         let byName = FakeIIODaemon(socketPath: a, fake: fake), byLabel = FakeIIODaemon(socketPath: b, fake: fake)
         try byName.waitForSocket()

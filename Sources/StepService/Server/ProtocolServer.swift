@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import StepProtocol
@@ -46,6 +47,7 @@ public final class ProtocolServer: @unchecked Sendable {
     private var channel: Channel?
     let startedAt = Date()
     let access: AccessPolicy
+    private let anyoneWatching = NIOLockedValueBox(false)
     /// True when systemd handed us the socket: then the socket file is systemd's, not ours to remove.
     private var adoptedSocket = false
     /// The history database, when the daemon keeps one; set before `start`.
@@ -67,7 +69,10 @@ public final class ProtocolServer: @unchecked Sendable {
             logger.warning("admin group '\(name)' does not exist; only root and the daemon's user may reset")
         }
         let loop = self.loop
+        let anyoneWatching = self.anyoneWatching
         engine.onEvent { [weak self] event in
+            // With nobody watching, the event loop is not woken at all: a quiet daemon stays quiet.
+            guard anyoneWatching.withLockedValue({ $0 }) else { return }
             loop.execute { self?.broadcast(event) }
         }
     }
@@ -162,8 +167,11 @@ public final class ProtocolServer: @unchecked Sendable {
         updateMotionDemand()
     }
 
+    /// Tells the engine and the event hop what is being watched now; call after any change of watches.
     func updateMotionDemand() {
         engine.setMotionWanted(sessions.values.contains { $0.watched.contains(.motion) })
+        let watching = sessions.values.contains { !$0.watched.isEmpty }
+        anyoneWatching.withLockedValue { $0 = watching }
     }
 
     // MARK: Events (on the event loop)

@@ -6,16 +6,18 @@ import XCTest
 final class PeakStepDetectorTests: XCTestCase {
     let rateHz = 60.0
 
-    /// Gravity on z plus a footfall bump every `1/cadenceHz` seconds, as a phone in a hand sees walking:
-    /// a sharp vertical push at heel strike, a smaller sway in between.
-    func walkingSamples(from start: Double, seconds: Double, cadenceHz: Double, amplitude: Double = 3,
-                        firstStepAt: Double? = nil) -> [Sample] {
-        let count = Int(seconds * rateHz)
+    /// Gravity on z plus one bump per footfall, as a phone in a hand sees walking: a push at heel strike, a
+    /// smaller sway between. Footfalls (crests) at `start + (k + 0.5) / cadenceHz`, k = 0 ..< seconds × cadence;
+    /// the motion fades in over the first half step and out over the last, as a walk starts and stops.
+    func walkingSamples(from start: Double, seconds: Double, cadenceHz: Double, amplitude: Double = 3) -> [Sample] {
+        let count = Int((seconds * rateHz).rounded())
+        let halfStep = 0.5 / cadenceHz
         return (0..<count).map { k in
             let t = start + Double(k) / rateHz
-            let phase = 2 * Double.pi * cadenceHz * (t - (firstStepAt ?? start))
-            let vertical = amplitude * (cos(phase) + 0.3 * cos(2 * phase))
-            return Sample(time: t, x: 0.4 * amplitude * sin(phase / 2), y: 0.1, z: standardGravity + vertical)
+            let phase = 2 * Double.pi * cadenceHz * (t - start - halfStep)
+            let fade = min(1, (t - start) / halfStep, (start + seconds - t) / halfStep)
+            let vertical = fade * amplitude * (cos(phase) + 0.3 * cos(2 * phase))
+            return Sample(time: t, x: fade * 0.4 * amplitude * sin(phase / 2), y: 0.1, z: standardGravity + vertical)
         }
     }
 
@@ -36,14 +38,16 @@ final class PeakStepDetectorTests: XCTestCase {
     }
 
     func testCleanTwoHertzGaitCountsEveryStep() {
-        // 20 s at 2 steps/s: 40 footfalls, the first at t = 0.25 s after the signal starts.
+        // 20 s at 2 steps/s: 40 footfalls, the first at t = 2.25 s.
         let samples = stillSamples(from: 0, seconds: 2) + walkingSamples(from: 2, seconds: 20, cadenceHz: 2)
             + stillSamples(from: 22, seconds: 3)
         let steps = detect(samples)
         XCTAssertEqual(steps.count, 40)
+        // Steady inside the walk; the fading first and last steps are stamped a little off their crests.
         let intervals = zip(steps.dropFirst(), steps).map { $0 - $1 }
-        XCTAssertEqual(intervals.min()!, 0.5, accuracy: 0.04)
-        XCTAssertEqual(intervals.max()!, 0.5, accuracy: 0.04)
+        XCTAssertEqual(intervals.dropFirst().dropLast().min()!, 0.5, accuracy: 0.02)
+        XCTAssertEqual(intervals.dropFirst().dropLast().max()!, 0.5, accuracy: 0.02)
+        XCTAssertEqual(intervals.min()!, 0.5, accuracy: 0.1)
     }
 
     func testSlowAndBriskCadencesCountEveryStep() {
@@ -68,7 +72,7 @@ final class PeakStepDetectorTests: XCTestCase {
         // The bout's first six steps arrive together, when the sixth is seen, carrying their own earlier times.
         let first = reportedAt.prefix(6)
         XCTAssertTrue(first.allSatisfy { $0.reported == first.first!.reported })
-        XCTAssertEqual(first.first!.step, 2.0, accuracy: 0.3)
+        XCTAssertEqual(first.first!.step, 2.25, accuracy: 0.2)
         XCTAssertLessThan(first.first!.step, first.first!.reported - 2.4)
         // Later steps are reported within a second of their instant.
         for entry in reportedAt.dropFirst(6) {

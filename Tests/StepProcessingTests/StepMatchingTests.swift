@@ -59,3 +59,21 @@ final class StepMatchingTests: XCTestCase {
         XCTAssertEqual(StepMatching.medianLag(trueTimes: [1, 2, 3], detectedTimes: [1.1, 1.95, 3.2]), 0.1, accuracy: 1e-12)
     }
 }
+
+final class GroundTruthRepairTests: XCTestCase {
+    func testSwitchBounceIsDropped() {
+        // 1.27 is 0.27 s after 1.0: faster than any step, a second edge of the same footfall.
+        XCTAssertEqual(GroundTruthRepair.repaired([0, 0.5, 1.0, 1.27, 1.5, 2.0, 2.5]), [0, 0.5, 1.0, 1.5, 2.0, 2.5])
+    }
+
+    func testMissedFootfallIsFilledAtTheMiddleOfTheGap() {
+        // A steady 0.5 s walk with the event at 2.0 missing.
+        let repaired = GroundTruthRepair.repaired([0, 0.5, 1.0, 1.5, 2.5, 3.0, 3.5, 4.0])
+        XCTAssertEqual(repaired, [0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0])
+    }
+
+    func testAPauseIsNotFilled() {
+        // Three step intervals of silence is a pause, not one missed event.
+        XCTAssertEqual(GroundTruthRepair.repaired([0, 0.5, 1.0, 1.5, 3.0, 3.5, 4.0]), [0, 0.5, 1.0, 1.5, 3.0, 3.5, 4.0])
+    }
+}

@@ -27,21 +27,12 @@ public final class PeakStepDetector: StepDetector {
 
     public let name = "peak"
     public let configuration: Configuration
-    private var highPass: Biquad
-    private var lowPass: Biquad
-    private var finder: GaitCycleFinder
-    private var bout: WalkingBout
-    private var lastTime = -Double.infinity
-    private let restartAfterSeconds: Double
+    /// All mutable state in one value, so the per-sample path makes one access to the object, not five.
+    private var chain: Chain
 
     public init(configuration: Configuration = .init()) {
         self.configuration = configuration
-        highPass = .highPass(cutoffHz: configuration.highPassHz, sampleRateHz: configuration.sampleRateHz)
-        lowPass = .lowPass(cutoffHz: configuration.lowPassHz, sampleRateHz: configuration.sampleRateHz)
-        finder = GaitCycleFinder(configuration: configuration.cycles, sampleRateHz: configuration.sampleRateHz)
-        bout = WalkingBout(configuration: configuration.bout)
-        // The resampler restarts its grid after a gap; more than two missing grid points means a new signal.
-        restartAfterSeconds = 2.5 / configuration.sampleRateHz
+        chain = Chain(configuration: configuration)
     }
 
     public convenience init(sampleRateHz: Double) {
@@ -49,30 +40,49 @@ public final class PeakStepDetector: StepDetector {
     }
 
     /// Whether the detector is inside a confirmed walking bout.
-    public var isWalking: Bool { bout.isWalking }
+    public var isWalking: Bool { chain.bout.isWalking }
 
     public func process(_ sample: Sample, steps: inout [Double]) {
-        let magnitude = sample.acceleration.magnitude
-        if sample.time - lastTime > restartAfterSeconds || sample.time < lastTime {
-            // First sample, or the stream resumed after a gap: start the filters as if this value had
-            // always been there, and forget the rhythm of a walk that may be long over.
-            highPass.settle(at: magnitude)
-            lowPass.settle(at: 0)
-            finder.reset()
-            bout.reset()
-        }
-        lastTime = sample.time
-        let value = lowPass.apply(highPass.apply(magnitude))
-        if let cycle = finder.process(value, time: sample.time) {
-            bout.take(cycle, steps: &steps)
-        }
-        bout.advance(to: sample.time)
+        chain.process(sample, steps: &steps)
     }
 
     public func reset() {
-        highPass.reset(); lowPass.reset()
-        finder.reset()
-        bout.reset()
-        lastTime = -.infinity
+        chain = Chain(configuration: configuration)
+    }
+
+    struct Chain {
+        var highPass: Biquad
+        var lowPass: Biquad
+        var finder: GaitCycleFinder
+        var bout: WalkingBout
+        var lastTime = -Double.infinity
+        let restartAfterSeconds: Double
+
+        init(configuration: Configuration) {
+            highPass = .highPass(cutoffHz: configuration.highPassHz, sampleRateHz: configuration.sampleRateHz)
+            lowPass = .lowPass(cutoffHz: configuration.lowPassHz, sampleRateHz: configuration.sampleRateHz)
+            finder = GaitCycleFinder(configuration: configuration.cycles, sampleRateHz: configuration.sampleRateHz)
+            bout = WalkingBout(configuration: configuration.bout)
+            // The resampler restarts its grid after a gap; more than two missing grid points means a new signal.
+            restartAfterSeconds = 2.5 / configuration.sampleRateHz
+        }
+
+        mutating func process(_ sample: Sample, steps: inout [Double]) {
+            let magnitude = sample.acceleration.magnitude
+            if sample.time - lastTime > restartAfterSeconds || sample.time < lastTime {
+                // First sample, or the stream resumed after a gap: start the filters as if this value had
+                // always been there, and forget the rhythm of a walk that may be long over.
+                highPass.settle(at: magnitude)
+                lowPass.settle(at: 0)
+                finder.reset()
+                bout.reset()
+            }
+            lastTime = sample.time
+            let value = lowPass.apply(highPass.apply(magnitude))
+            if let cycle = finder.process(value, time: sample.time) {
+                bout.take(cycle, steps: &steps)
+            }
+            bout.advance(to: sample.time)
+        }
     }
 }

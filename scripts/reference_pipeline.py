@@ -20,7 +20,8 @@ RATE_HZ = 60.0
 GAP_S = 0.5
 CYCLE = dict(floor=0.6, fraction=0.25, follow=0.1, decay_s=1.0)
 BOUT = dict(confirm=6, min_interval=0.25, max_interval=1.5, min_period_fraction=0.5, stride_tolerance=0.25,
-            amplitude_spread=4.0, min_amplitude_fraction=0.35, period_rate=0.2, amplitude_rate=0.1)
+            step_asymmetry=2.0, amplitude_spread=4.0, min_amplitude_fraction=0.35, period_rate=0.2, amplitude_rate=0.1,
+            missed_min_periods=1.6, missed_max_periods=2.4)
 
 
 def biquad(kind, cutoff_hz, rate_hz=RATE_HZ, q=2 ** -0.5):
@@ -87,6 +88,8 @@ def detect(grid, value):
                 if ca < b['min_amplitude_fraction'] * size or iv < max(b['min_interval'], b['min_period_fraction'] * period):
                     ct = None
                 elif iv <= b['max_interval']:
+                    if b['missed_min_periods'] * period < iv < b['missed_max_periods'] * period:
+                        steps.append(last + iv / 2); iv = iv / 2
                     steps.append(ct); last = ct
                     period += (iv - period) * b['period_rate']; size += (ca - size) * b['amplitude_rate']
                     ct = None
@@ -100,6 +103,10 @@ def detect(grid, value):
                     if held_t and ct - held_t[-1] > b['max_interval']:
                         held_t, held_a = [], []
                     held_t.append(ct); held_a.append(ca)
+                    if len(held_t) >= 3:
+                        j1, j2 = held_t[-1] - held_t[-2], held_t[-2] - held_t[-3]
+                        if max(j1, j2) > b['step_asymmetry'] * min(j1, j2):
+                            held_t, held_a = held_t[-2:], held_a[-2:]
                     if len(held_t) >= 4:
                         i1, i2, i3 = held_t[-1] - held_t[-2], held_t[-2] - held_t[-3], held_t[-3] - held_t[-4]
                         if abs(i1 - i3) > b['stride_tolerance'] * (i1 + i2):

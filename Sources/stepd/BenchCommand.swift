@@ -77,7 +77,8 @@ struct Bench: ParsableCommand {
     }
 
     /// How long after its instant each step is reported: steps that come alone are inside a bout; steps that
-    /// come in a batch are a bout's first steps, counted when the bout is confirmed.
+    /// come together are a bout's first steps, counted when the bout is confirmed, or a faint footfall
+    /// counted with the next one.
     func printLatency(traces: [Trace], kind: StepDetectorKind) {
         var single: [Double] = [], batched: [Double] = []
         for trace in traces {
@@ -95,7 +96,7 @@ struct Bench: ParsableCommand {
             return sorted[min(sorted.count - 1, Int(p * Double(sorted.count - 1)))]
         }
         Swift.print("\nreport delay (\(kind.rawValue)): " + String(format: "in-bout steps %d, median %.2f s, p99 %.2f s, max %.2f s; "
-                           + "bout-start steps %d (reported at confirmation), median %.2f s, max %.2f s",
+                           + "steps reported together (a bout's first steps at its confirmation, a missed footfall with the next) %d, median %.2f s, max %.2f s",
                            single.count, percentile(single, 0.5), percentile(single, 0.99), single.max() ?? .nan,
                            batched.count, percentile(batched, 0.5), batched.max() ?? .nan))
     }

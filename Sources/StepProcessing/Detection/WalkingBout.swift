@@ -4,7 +4,8 @@
 /// several of them at a walking rhythm with a steady size. Cycles are held back until `confirmationSteps` of
 /// them form such a run; then the bout is confirmed and all of them are counted at once, with their own
 /// (earlier) times, as phone pedometers do. Inside a bout each further cycle is counted as soon as it is seen,
-/// unless it is too faint or too soon to be a footfall. A pause longer than `maximumStepIntervalSeconds` ends
+/// unless it is too faint or too soon to be a footfall; a footfall missed between two seen ones is counted
+/// when the second arrives. A pause longer than `maximumStepIntervalSeconds` ends
 /// the bout.
 ///
 /// Fixed memory: the held cycles live in arrays of capacity `confirmationSteps`.
@@ -24,10 +25,18 @@ public struct WalkingBout: Sendable {
         /// stride. Strides, not steps, are compared, because left and right steps differ on a one-sided
         /// carrier (a trouser pocket, an arm): in a back pocket the intervals alternate 0.40 s and 0.62 s.
         public var strideTolerance = 0.25
+        /// While confirming, one step may last at most this many times the step before: even a limping or
+        /// one-sided gait stays within about 1.6:1; handling jerks do not.
+        public var stepAsymmetry = 2.0
         /// While confirming, the largest cycle may be at most this many times the smallest.
         public var amplitudeSpread = 4.0
         /// Inside a bout a cycle smaller than this fraction of the bout's step size is not a footfall.
         public var minimumAmplitudeFraction = 0.35
+        /// Inside a bout an interval of about two step periods (this range, in periods) means one footfall was
+        /// too faint to see (an arm carrying something, a soft step): walking does not skip a step, so the
+        /// missed one is counted at the middle of the interval.
+        public var missedStepMinimumPeriods = 1.6
+        public var missedStepMaximumPeriods = 2.4
         /// How fast the step period and size follow the walk (per step).
         public var periodFollowRate = 0.2
         public var amplitudeFollowRate = 0.1
@@ -86,6 +95,12 @@ public struct WalkingBout: Sendable {
                 return
             }
             if interval <= c.maximumStepIntervalSeconds {
+                var interval = interval
+                if interval > c.missedStepMinimumPeriods * stepPeriodSeconds
+                    && interval < c.missedStepMaximumPeriods * stepPeriodSeconds {
+                    steps.append(lastStepTime + interval / 2)
+                    interval /= 2
+                }
                 steps.append(cycle.time)
                 lastStepTime = cycle.time
                 stepPeriodSeconds += (interval - stepPeriodSeconds) * c.periodFollowRate
@@ -111,7 +126,12 @@ public struct WalkingBout: Sendable {
         heldTimes.append(cycle.time)
         heldAmplitudes.append(cycle.amplitude)
         let n = heldTimes.count
-        if n >= 4 {
+        if n >= 3 {
+            let j1 = heldTimes[n - 1] - heldTimes[n - 2], j2 = heldTimes[n - 2] - heldTimes[n - 3]
+            if max(j1, j2) > c.stepAsymmetry * min(j1, j2) { dropHeld(keeping: 2) }
+        }
+        if heldTimes.count >= 4 {
+            let n = heldTimes.count
             let i1 = heldTimes[n - 1] - heldTimes[n - 2]
             let i2 = heldTimes[n - 2] - heldTimes[n - 3]
             let i3 = heldTimes[n - 3] - heldTimes[n - 4]

@@ -22,7 +22,7 @@ final class PeakStepDetectorTests: XCTestCase {
     }
 
     func stillSamples(from start: Double, seconds: Double, noise: Double = 0, seed: UInt64 = 1) -> [Sample] {
-        var generator = SplitMix(seed: seed)
+        var generator = GaussianNoise(seed: seed)
         let count = Int(seconds * rateHz)
         return (0..<count).map { k in
             Sample(time: start + Double(k) / rateHz, x: noise * generator.gaussian(), y: noise * generator.gaussian(),
@@ -91,7 +91,7 @@ final class PeakStepDetectorTests: XCTestCase {
 
     func testVehicleVibrationAddsNoSteps() {
         // A bus: engine vibration at 25 Hz and road rumble well below walking cadence, plus broadband noise.
-        var generator = SplitMix(seed: 7)
+        var generator = GaussianNoise(seed: 7)
         let samples = (0..<Int(120 * rateHz)).map { k -> Sample in
             let t = Double(k) / rateHz
             let z = standardGravity + 1.5 * sin(2 * Double.pi * 25 * t) + 0.8 * sin(2 * Double.pi * 0.3 * t)
@@ -140,8 +140,8 @@ final class PeakStepDetectorTests: XCTestCase {
     }
 }
 
-/// A tiny deterministic generator, so noise tests are exact and repeatable.
-struct SplitMix {
+/// Deterministic Gaussian noise (SplitMix64 and Box–Muller), so noise tests are exact and repeatable.
+struct GaussianNoise {
     var state: UInt64
     init(seed: UInt64) { state = seed }
     mutating func next() -> UInt64 {

@@ -69,6 +69,7 @@ final class PeakStepDetectorTests: XCTestCase {
             for step in steps[before...] { reportedAt.append((sample.time, step)) }
         }
         XCTAssertEqual(steps.count, 20)
+        XCTAssertEqual(steps, steps.sorted(), "retroactive steps never go back before an already reported one")
         // The bout's first six steps arrive together, when the sixth is seen, carrying their own earlier times.
         let first = reportedAt.prefix(6)
         XCTAssertTrue(first.allSatisfy { $0.reported == first.first!.reported })

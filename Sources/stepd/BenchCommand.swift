@@ -8,11 +8,11 @@ struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Score step detectors on folders of traces (accel.csv[.gz] + steps.csv) and time the pipeline.",
         discussion: """
-            Each DIR is a trace folder or a folder of trace folders (the layout of ../shared/data/README.md).
-            Prints per trace and per folder: true and detected counts, absolute percentage error and step F1
-            (detected instants paired one-to-one with true ones within the tolerance, after subtracting the
-            detector's median lag). Then the throughput of the default detector's pipeline over the samples
-            already in memory, on one core.
+            Each DIR is a trace folder or a folder of trace folders (the layout of ../shared/data/README.md). \
+            Prints per trace and per folder: true and detected counts, absolute percentage error and step F1 \
+            (detected instants paired one-to-one with true ones within the tolerance, after subtracting the \
+            detector's median lag). Then the report delay and the throughput of the first detector's pipeline \
+            over the samples already in memory, on one core.
             """)
 
     @Option(name: .customLong("detector"), help: "Detectors to score (repeatable); the first is timed. Default: the default detector and threshold.")

@@ -41,6 +41,9 @@ struct Run: ParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
+    @OptionGroup(title: "IIO accelerometer")
+    var iio: IIOOptions
+
     func validate() throws {
         guard StepDetectorKind(rawValue: detector) != nil else {
             throw ValidationError("unknown detector '\(detector)'; known: \(StepDetectorKind.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -52,6 +55,7 @@ struct Run: ParsableCommand {
     }
 
     func run() throws {
+        if iio.listDevices { return try iio.listAccelerometers() }
         let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -97,6 +101,7 @@ struct Run: ParsableCommand {
     }
 
     private func chooseSource(logger: Logger) throws -> SampleSource {
+        if let accelerometer = iio.source(replayGiven: replay != nil, logger: logger) { return accelerometer }
         if let replay {
             return try ReplaySource(path: replay, speed: speed, loop: loop)
         }

@@ -8,7 +8,7 @@ import StepProcessing
 /// The processing engine. It owns the pipeline and the count on one serial dispatch queue: sources hand
 /// samples over from their own threads, and everything that changes state runs on `queue`. Readers (the
 /// socket server) see only the snapshot the queue publishes after each batch.
-public final class Engine: SampleSink, @unchecked Sendable {
+public final class Engine: HardwareStepSink, @unchecked Sendable {
     public struct Configuration: Sendable {
         public var detector: StepDetectorKind = .default
         public var rateHz: Double = 60
@@ -30,6 +30,7 @@ public final class Engine: SampleSink, @unchecked Sendable {
     private var stride: StrideModel
     private var motion: MotionEstimator
     private var lastMotion: MotionEstimate?
+    private var hardwareSteps: Int?
     private var floors: FloorCounter?
     private var lastSampleTime = 0.0
     private var lastSampleWall = Date()
@@ -127,6 +128,14 @@ public final class Engine: SampleSink, @unchecked Sendable {
     }
 
     // MARK: Other inputs
+
+    /// The accelerometer's own step counter (IIO in_steps_input), reported beside ours in STEPS.
+    public func hardwareStepsChanged(_ steps: Int) {
+        queue.async { [self] in
+            hardwareSteps = steps
+            publish()
+        }
+    }
 
     /// A barometer reading (kPa): from the first one on, floors are counted.
     public func receive(pressureKilopascal: Double) {
@@ -245,6 +254,7 @@ public final class Engine: SampleSink, @unchecked Sendable {
         s.samplesIn = pipeline.samplesIn
         s.samplesOut = pipeline.samplesOut
         s.motion = lastMotion
+        s.hardwareSteps = hardwareSteps
         published.withLockedValue { $0 = s }
     }
 }

@@ -49,7 +49,7 @@ let package = Package(
         ], path: "Sources/stepctl"),
 
         .testTarget(name: "StepProcessingTests", dependencies: ["StepProcessing"], path: "Tests/StepProcessingTests"),
-        .testTarget(name: "StepServiceTests", dependencies: ["StepService", .product(name: "GRDB", package: "GRDB.swift")], path: "Tests/StepServiceTests"),
+        .testTarget(name: "StepServiceTests", dependencies: ["StepProtocol", "StepService", .product(name: "GRDB", package: "GRDB.swift")], path: "Tests/StepServiceTests"),
         .testTarget(name: "StepdIntegrationTests", dependencies: ["StepProtocol", "StepAcquisition"],
                     path: "Tests/StepdIntegrationTests"),
     ]

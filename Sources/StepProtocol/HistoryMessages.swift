@@ -61,31 +61,12 @@ public struct HistoryMessage: Codable, Sendable {
     }
 }
 
-extension Timestamp {
-    /// ISO-8601 with milliseconds and the zone's offset at that instant ("2026-03-29T00:00:00.000+01:00").
-    public static func string(_ date: Date, in timeZone: TimeZone) -> String {
-        LocalTimestamps(timeZone: timeZone).string(date)
-    }
-
-    /// The calendar day of `date` in the zone, "2026-03-29".
-    public static func day(_ date: Date, in timeZone: TimeZone) -> String {
-        LocalTimestamps(timeZone: timeZone).day(date)
-    }
-}
-
-/// Formats many instants in one zone: making a formatter costs far more than using it, and a HISTORY reply
-/// of minute bins formats thousands.
+/// Formats many instants in one zone (HISTORY replies format thousands).
 public struct LocalTimestamps {
-    private let instant = ISO8601DateFormatter()
-    private let date = ISO8601DateFormatter()
+    public let timeZone: TimeZone
 
-    public init(timeZone: TimeZone) {
-        instant.timeZone = timeZone
-        instant.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        date.timeZone = timeZone
-        date.formatOptions = [.withFullDate]
-    }
+    public init(timeZone: TimeZone) { self.timeZone = timeZone }
 
-    public func string(_ moment: Date) -> String { instant.string(from: moment) }
-    public func day(_ moment: Date) -> String { date.string(from: moment) }
+    public func string(_ moment: Date) -> String { Timestamp.string(moment, in: timeZone) }
+    public func day(_ moment: Date) -> String { Timestamp.day(moment, in: timeZone) }
 }

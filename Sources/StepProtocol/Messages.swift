@@ -185,23 +185,6 @@ public enum WatchClass: String, CaseIterable, Sendable {
     case motion = "MOTION"
 }
 
-/// ISO-8601 with milliseconds, in UTC, as in gpsd's TPV time.
-public enum Timestamp {
-    public static func string(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: date)
-    }
-
-    public static func date(_ text: String) -> Date? {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let d = formatter.date(from: text) { return d }
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.date(from: text)
-    }
-}
-
 /// Encodes a message as one protocol line (JSON without pretty printing, then a newline).
 public enum Wire {
     public static func line<T: Encodable>(_ message: T) -> Data {

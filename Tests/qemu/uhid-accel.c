@@ -6,12 +6,17 @@
  * the driver's GET_REPORT/SET_REPORT requests (power state, reporting state, report interval,
  * sensitivity) and sends input reports with x/y/z from a real recording at the recording's timing.
  *
+ * Like a real sensor, it reports only while the driver has it powered (power state D0, reporting state
+ * "all events"), and then continuously: at the report interval it repeats the sample it holds (a device
+ * lying still), and while playing it sends the recording's samples at the recording's own timing.
+ *
  * Test tool, not product code. Driven by line commands on stdin (the guest's init script writes them
  * into a FIFO); every state change is printed as one line on stdout, which the init script waits for.
  *   create              create the HID device (UHID_CREATE2)
  *   destroy             destroy it (hot-unplug; the kernel removes the IIO device)
+ *   hold T              hold the recording's sample at time T (what the device reports when idle)
  *   play FROM TO        send the recording's samples with FROM <= t < TO at real time, starting now
- *   stop                stop playing
+ *   stop                stop playing (the last sample sent is held)
  *   quit                destroy and exit
  *
  * Recording: CSV with header "t,x,y,z", t in seconds, x/y/z in m/s^2 (the ../shared/data layout).
@@ -114,7 +119,9 @@ static size_t sample_count;
 static int uhid_fd = -1;
 static int created;
 static struct feature_state feature = { REPORTING_NONE, POWER_D4_OFF, 10, 1 };
-static struct sample last_sent;
+static struct sample last_sent; /* also the sample held while idle */
+static struct timespec idle_next;   /* when the next idle report is due */
+static unsigned long idle_sent;
 
 /* Playing state: the next sample index, the last index (exclusive), and the monotonic time of t = from. */
 static int playing;
@@ -245,7 +252,7 @@ static void stop_playing(const char *why)
 		return;
 	playing = 0;
 	plays_done++;
-	say("play-%s %lu sent=%lu unpowered=%lu", why, plays_done, play_sent, play_sent_unpowered);
+	say("play-%s %lu sent=%lu unpowered=%lu idle_sent=%lu", why, plays_done, play_sent, play_sent_unpowered, idle_sent);
 }
 
 static void destroy_device(void)
@@ -285,6 +292,11 @@ static void start_playing(double from_s, double to_s)
 	say("play-started from=%.3f to=%.3f samples=%zu", from_s, to_s, end - i);
 }
 
+static int powered(void)
+{
+	return feature.power_state == POWER_D0_FULL && feature.reporting_state == REPORTING_ALL;
+}
+
 static double seconds_since(const struct timespec *start)
 {
 	struct timespec now;
@@ -292,7 +304,43 @@ static double seconds_since(const struct timespec *start)
 	return (double)(now.tv_sec - start->tv_sec) + (double)(now.tv_nsec - start->tv_nsec) / 1e9;
 }
 
-/* Sends every sample that is due; returns seconds until the next one is, or -1 when none is pending. */
+static int send_input(const struct sample *sample)
+{
+	struct uhid_event ev;
+	memset(&ev, 0, sizeof(ev));
+	ev.type = UHID_INPUT2;
+	ev.u.input2.size = (uint16_t)encode_input(ev.u.input2.data, sample);
+	if (send_event(&ev) != 0)
+		return -1;
+	last_sent = *sample;
+	return 0;
+}
+
+/* While powered and not playing, repeats the held sample at the report interval; returns seconds until
+ * the next one is due, or -1 when the device is silent. */
+static double send_idle_samples(void)
+{
+	if (!created || playing || !powered())
+		return -1;
+	double interval_s = (feature.interval_ms ? feature.interval_ms : 10) / 1000.0;
+	double late_s = seconds_since(&idle_next);
+	if (late_s > interval_s) { /* just powered on (or stalled): start the cadence now */
+		clock_gettime(CLOCK_MONOTONIC, &idle_next);
+		late_s = 0;
+	}
+	if (late_s >= 0) {
+		struct sample held = last_sent;
+		if (send_input(&held) == 0)
+			idle_sent++;
+		long ns = idle_next.tv_nsec + (long)(interval_s * 1e9);
+		idle_next.tv_sec += ns / 1000000000L;
+		idle_next.tv_nsec = ns % 1000000000L;
+		late_s -= interval_s;
+	}
+	return -late_s;
+}
+
+/* Sends every recording sample that is due; returns seconds until the next one is, or -1 when none is pending. */
 static double send_due_samples(void)
 {
 	while (playing) {
@@ -304,18 +352,16 @@ static double send_due_samples(void)
 		double wait_s = due_s - seconds_since(&play_start);
 		if (wait_s > 0)
 			return wait_s;
-		struct uhid_event ev;
-		memset(&ev, 0, sizeof(ev));
-		ev.type = UHID_INPUT2;
-		ev.u.input2.size = (uint16_t)encode_input(ev.u.input2.data, &samples[play_next]);
-		if (send_event(&ev) != 0) {
-			stop_playing("failed");
-			break;
-		}
-		last_sent = samples[play_next];
-		play_sent++;
-		if (feature.power_state != POWER_D0_FULL || feature.reporting_state != REPORTING_ALL)
+		if (powered()) {
+			if (send_input(&samples[play_next]) != 0) {
+				stop_playing("failed");
+				break;
+			}
+			play_sent++;
+		} else {
+			last_sent = samples[play_next]; /* a sensor that is off measures but does not report */
 			play_sent_unpowered++;
+		}
 		play_next++;
 	}
 	return -1;
@@ -393,12 +439,23 @@ static void read_uhid_event(void)
 	}
 }
 
+static void hold_sample(double t_s)
+{
+	size_t i = 0;
+	while (i + 1 < sample_count && samples[i].t < t_s)
+		i++;
+	last_sent = samples[i];
+	say("holding t=%.3f", samples[i].t);
+}
+
 /* Returns 0 to go on, 1 to quit. */
 static int run_command(char *line)
 {
 	double from_s, to_s;
 	line[strcspn(line, "\r\n")] = 0;
-	if (strcmp(line, "create") == 0)
+	if (sscanf(line, "hold %lf", &from_s) == 1)
+		hold_sample(from_s);
+	else if (strcmp(line, "create") == 0)
 		create_device();
 	else if (strcmp(line, "destroy") == 0)
 		destroy_device();
@@ -433,16 +490,19 @@ int main(int argc, char **argv)
 	int stdin_open = 1;
 	for (;;) {
 		double wait_s = send_due_samples();
+		double idle_wait_s = send_idle_samples();
+		if (wait_s < 0 || (idle_wait_s >= 0 && idle_wait_s < wait_s))
+			wait_s = idle_wait_s;
 		struct pollfd fds[2] = {
 			{ .fd = uhid_fd, .events = POLLIN },
 			{ .fd = stdin_open ? STDIN_FILENO : -1, .events = POLLIN },
 		};
 		struct timespec timeout = { 0, 0 };
-		if (wait_s > 0) {
+		if (wait_s >= 0) {
 			timeout.tv_sec = (time_t)wait_s;
 			timeout.tv_nsec = (long)((wait_s - (double)timeout.tv_sec) * 1e9);
 		}
-		int ready = ppoll(fds, 2, wait_s > 0 ? &timeout : NULL, NULL);
+		int ready = ppoll(fds, 2, wait_s >= 0 ? &timeout : NULL, NULL);
 		if (ready < 0) {
 			if (errno == EINTR)
 				continue;

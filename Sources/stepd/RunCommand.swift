@@ -32,6 +32,9 @@ struct Run: ParsableCommand {
     @Option(help: "The most clients connected at once; the next one gets an ERROR and is closed.")
     var maxClients: Int = 256
 
+    @Option(help: "A watcher that leaves more than this many KiB unread is dropped.")
+    var maxUnsentKib: Int = 256
+
     @Option(help: "A group whose members may reset the count (root and the daemon's own user always may).")
     var adminGroup: String?
 
@@ -44,6 +47,7 @@ struct Run: ParsableCommand {
         }
         guard speed > 0, speed.isFinite else { throw ValidationError("--speed must be a positive number") }
         guard (0.5...2.5).contains(height) else { throw ValidationError("--height must be in metres, between 0.5 and 2.5") }
+        guard maxUnsentKib > 0 else { throw ValidationError("--max-unsent-kib must be at least 1") }
         guard maxClients > 0 else { throw ValidationError("--max-clients must be at least 1") }
     }
 
@@ -72,6 +76,7 @@ struct Run: ParsableCommand {
         var serverConfiguration = ProtocolServer.Configuration(socketPath: socketPath)
         serverConfiguration.maximumClients = maxClients
         serverConfiguration.adminGroup = adminGroup
+        serverConfiguration.maximumUnsentBytes = maxUnsentKib * 1024
         let server = ProtocolServer(configuration: serverConfiguration, engine: engine)
         do { try server.start() } catch { throw ValidationError("\(error)") }
 

@@ -39,6 +39,8 @@ public final class Engine: SampleSink, @unchecked Sendable {
     private var rateInHz = 0.0
     private var source: (kind: String, description: String, state: SourceState) = ("none", "", .starting)
 
+    private var idleTimer: DispatchSourceTimer?
+
     private let published: NIOLockedValueBox<EngineSnapshot>
     private let eventHandlers = NIOLockedValueBox<[@Sendable (EngineEvent) -> Void]>([])
     private let motionWanted = NIOLockedValueBox(false)
@@ -55,6 +57,33 @@ public final class Engine: SampleSink, @unchecked Sendable {
         snapshot.rateOutHz = configuration.rateHz
         snapshot.strideMeters = stride.strideMeters
         published = NIOLockedValueBox(snapshot)
+        startIdleTimer()
+    }
+
+    deinit { idleTimer?.cancel() }
+
+    /// When samples stop coming (a replay that ended, a device unplugged), walking must still end: once a
+    /// second the queue carries the sample clock on by the wall time that has passed.
+    private func startIdleTimer() {
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + 1, repeating: 1, leeway: .milliseconds(500))
+        timer.setEventHandler { [weak self] in self?.checkIdle() }
+        timer.resume()
+        idleTimer = timer
+    }
+
+    private func checkIdle() {
+        guard activity.state == .walking else { return }
+        let idle = Date().timeIntervalSince(lastSampleWall)
+        guard idle > 1, let (_, pauseStart) = activity.advance(to: lastSampleTime + idle) else { return }
+        let wall = lastSampleWall.addingTimeInterval(pauseStart - lastSampleTime)
+        let handlers = eventHandlers.withLockedValue { $0 }
+        publish()
+        let s = snapshot
+        for handler in handlers {
+            handler(.pedometer(s))
+            handler(.activity(.stationary, time: wall))
+        }
     }
 
     /// The latest published state; cheap, safe from any thread.
@@ -163,16 +192,16 @@ public final class Engine: SampleSink, @unchecked Sendable {
             }
             for handler in handlers { handler(.step(count: steps, time: wall(t))) }
         }
-        var walkingStopped = false
-        if let (_, pauseStart) = activity.advance(to: last.time) {
-            walkingStopped = true
-            for handler in handlers { handler(.activity(.stationary, time: wall(pauseStart))) }
-        }
+        let pause = activity.advance(to: last.time)
         publish()
-        if walkingStopped || (!newSteps.isEmpty && last.time - lastPedometerPush >= 1) {
+        // The final figures of a walk go out before the word that it has stopped.
+        if pause != nil || (!newSteps.isEmpty && last.time - lastPedometerPush >= 1) {
             lastPedometerPush = last.time
             let s = snapshot
             for handler in handlers { handler(.pedometer(s)) }
+        }
+        if let (_, pauseStart) = pause {
+            for handler in handlers { handler(.activity(.stationary, time: wall(pauseStart))) }
         }
     }
 

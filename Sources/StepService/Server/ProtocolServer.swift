@@ -31,6 +31,8 @@ public final class ProtocolServer: @unchecked Sendable {
         public var socketGroup: String? = "stepd"
         public var maximumLineLength = 4096
         public var maximumClients = 256
+        /// A watcher that has let this much output pile up unread in the daemon is dropped (gpsd does the same).
+        public var maximumUnsentBytes = 256 * 1024
         /// Members of this group may `reset`, besides root and the daemon's own user.
         public var adminGroup: String?
         public init(socketPath: String) { self.socketPath = socketPath }
@@ -86,8 +88,10 @@ public final class ProtocolServer: @unchecked Sendable {
         let maximumLineLength = configuration.maximumLineLength
         return ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 256)
+            // A modest kernel buffer, so that what a client leaves unread shows in the daemon's own count soon.
+            .childChannelOption(ChannelOptions.socketOption(.so_sndbuf), value: 64 * 1024)
             .childChannelOption(ChannelOptions.writeBufferWaterMark,
-                                value: .init(low: ClientSession.maximumUnsentBytes / 2, high: ClientSession.maximumUnsentBytes))
+                                value: .init(low: configuration.maximumUnsentBytes / 2, high: configuration.maximumUnsentBytes))
             .childChannelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(
@@ -177,9 +181,10 @@ public final class ProtocolServer: @unchecked Sendable {
     private func deliver(_ data: Data, to session: ClientSession) {
         let channel = session.channel
         guard channel.isActive else { return }
-        guard channel.isWritable else {
+        let unsent = (try? channel.syncOptions?.getOption(ChannelOptions.bufferedWritableBytes)) ?? 0
+        guard unsent <= configuration.maximumUnsentBytes else {
             droppedWatchers += 1
-            logger.warning("dropped a watcher (pid \(session.credentials.map { "\($0.pid)" } ?? "?")): more than \(ClientSession.maximumUnsentBytes) bytes unread")
+            logger.warning("dropped a watcher (pid \(session.credentials.map { "\($0.pid)" } ?? "?")): \(unsent) bytes unread, more than \(configuration.maximumUnsentBytes)")
             session.watched = []
             sessions[ObjectIdentifier(channel)] = nil
             updateMotionDemand()

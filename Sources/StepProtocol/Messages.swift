@@ -55,6 +55,8 @@ public struct StatusMessage: Codable, Sendable {
     public var dropped_watchers: Int
     /// The gravity estimate in the board's axes (m/s^2), once samples have arrived.
     public var gravity: [Double]?
+    /// The history database; absent when the daemon runs without one.
+    public var store: StoreStatusMessage?
     public var id: JSONValue?
     public init(release: String, uptime_s: Double, source: SourceStatus, detector: String, rate_in_hz: Double,
                 rate_out_hz: Double, samples_in: Int, samples_out: Int, clients: Int, dropped_watchers: Int,

@@ -19,6 +19,11 @@ struct Status: ParsableCommand {
         emit("rate:     \(number(o["rate_in_hz"])) Hz in, \(number(o["rate_out_hz"])) Hz out; "
              + "\(o["samples_in"] ?? 0) samples in, \(o["samples_out"] ?? 0) out")
         emit("clients:  \(o["clients"] ?? 0)")
+        if let store = o["store"] as? [String: Any] {
+            var state = store["state"] as? String ?? "-"
+            if let error = store["error"] as? String { state += " (\(error))" }
+            emit("store:    \(store["path"] ?? "-"): \(state), keeps \(store["retention_days"] ?? "-") days")
+        }
     }
 }
 

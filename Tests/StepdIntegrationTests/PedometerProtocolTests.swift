@@ -95,7 +95,10 @@ final class PedometerProtocolTests: XCTestCase {
         let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--speed", "4", "--loop"])
         chmod(daemon.socketPath, 0o666)
         chmod((daemon.socketPath as NSString).deletingLastPathComponent, 0o755)
-        sleep(1)
+        // The default detector counts a walk's first steps once six confirm the bout (5 s into this recording).
+        try daemon.waitUntil(timeout: 20, "the first steps") { _ in
+            (try daemon.connect().request(["cmd": "steps"])["steps"] as? Int ?? 0) > 0
+        }
         let asNobody = try runCommand("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups",
                                                           Binaries.stepctl, "reset", "--socket", daemon.socketPath])
         XCTAssertNotEqual(asNobody.status, 0)

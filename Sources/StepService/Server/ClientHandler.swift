@@ -12,6 +12,10 @@ final class ClientHandler: ChannelInboundHandler {
     private let server: ProtocolServer
     private let maximumLineLength: Int
     private var session: ClientSession?
+    // Replies still to come from another queue (reset, history), and whether the client has shut its side:
+    // the channel closes once both are done.
+    private var pendingReplies = 0
+    private var inputClosed = false
 
     init(server: ProtocolServer, maximumLineLength: Int) {
         self.server = server
@@ -54,8 +58,12 @@ final class ClientHandler: ChannelInboundHandler {
                 return
             }
             let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            pendingReplies += 1
             server.handle(request, from: session) { [weak self] reply in
-                self?.write(reply, context: loopBound.value)
+                guard let self else { return }
+                self.write(reply, context: loopBound.value)
+                self.pendingReplies -= 1
+                self.closeIfDone(context: loopBound.value)
             }
         }
     }
@@ -65,6 +73,18 @@ final class ClientHandler: ChannelInboundHandler {
             context.channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
         }
         context.fireChannelWritabilityChanged()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event as? ChannelEvent == .some(.inputClosed) {
+            inputClosed = true
+            closeIfDone(context: context)
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    private func closeIfDone(context: ChannelHandlerContext) {
+        if inputClosed, pendingReplies == 0 { context.close(promise: nil) }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {

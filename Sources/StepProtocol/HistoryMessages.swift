@@ -1,0 +1,91 @@
+import Foundation
+
+/// The store's part of STATUS.
+public struct StoreStatusMessage: Codable, Sendable, Equatable {
+    public var path: String
+    /// "ok", "starting", "failed" (then `error` says why; counting goes on in memory) or "closed".
+    public var state: String
+    public var error: String?
+    public var retention_days: Int
+    /// When the last batch reached the database.
+    public var last_commit: String?
+    public init(path: String, state: String, error: String?, retention_days: Int, last_commit: String?) {
+        self.path = path
+        self.state = state
+        self.error = error
+        self.retention_days = retention_days
+        self.last_commit = last_commit
+    }
+}
+
+/// One bin of a HISTORY reply. `start` and `end` carry the daemon's local UTC offset, so a day bin reads as
+/// the local day it is; `date` (day bins) is that day.
+public struct HistoryBinMessage: Codable, Sendable, Equatable {
+    public var start: String
+    public var end: String
+    public var date: String?
+    public var steps: Int
+    public var distance_m: Double
+    /// Absent when no floor source reported in the bin.
+    public var floors: Int?
+    public init(start: String, end: String, date: String?, steps: Int, distance_m: Double, floors: Int?) {
+        self.start = start
+        self.end = end
+        self.date = date
+        self.steps = steps
+        self.distance_m = distance_m
+        self.floors = floors
+    }
+}
+
+/// The reply to `{"cmd":"history"}`: the bins with steps in [from, to), oldest first, and their sums.
+public struct HistoryMessage: Codable, Sendable {
+    public var `class` = "HISTORY"
+    public var from: String
+    public var to: String
+    public var bin: String
+    public var time_zone: String
+    public var bins: [HistoryBinMessage]
+    public var steps: Int
+    public var distance_m: Double
+    public var id: JSONValue?
+    public init(from: String, to: String, bin: String, time_zone: String, bins: [HistoryBinMessage], id: JSONValue? = nil) {
+        self.from = from
+        self.to = to
+        self.bin = bin
+        self.time_zone = time_zone
+        self.bins = bins
+        steps = bins.reduce(0) { $0 + $1.steps }
+        distance_m = bins.reduce(0) { $0 + $1.distance_m }
+        self.id = id
+    }
+}
+
+extension Timestamp {
+    /// ISO-8601 with milliseconds and the zone's offset at that instant ("2026-03-29T00:00:00.000+01:00").
+    public static func string(_ date: Date, in timeZone: TimeZone) -> String {
+        LocalTimestamps(timeZone: timeZone).string(date)
+    }
+
+    /// The calendar day of `date` in the zone, "2026-03-29".
+    public static func day(_ date: Date, in timeZone: TimeZone) -> String {
+        LocalTimestamps(timeZone: timeZone).day(date)
+    }
+}
+
+/// Formats many instants in one zone: making a formatter costs far more than using it, and a HISTORY reply
+/// of minute bins formats thousands.
+public struct LocalTimestamps {
+    private let instant = ISO8601DateFormatter()
+    private let date = ISO8601DateFormatter()
+
+    public init(timeZone: TimeZone) {
+        instant.timeZone = timeZone
+        instant.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        date.timeZone = timeZone
+        date.formatOptions = [.withFullDate]
+    }
+
+    public func string(_ moment: Date) -> String { instant.string(from: moment) }
+    public func day(_ moment: Date) -> String { date.string(from: moment) }
+}

@@ -45,6 +45,9 @@ public final class IIOAccelerometerSource: SampleSource, @unchecked Sendable {
         while !stopSignal.isStopped {
             do {
                 let (device, found) = try IIODiscovery.find(uri: uri, selector: selector)
+                // Found again: a fault from here on is news, even the same one as last time (a second
+                // unplug after a quick replug would otherwise go unreported). The engine drops repeats.
+                lastError = nil
                 let counter = IIOStepCounter(device: device)
                 if found.buffered {
                     try IIOBufferedSource(device: device, pipelineRateHz: pipelineRateHz)

@@ -33,7 +33,7 @@ struct Run: ParsableCommand {
     var maxClients: Int = 256
 
     @Option(help: "A watcher that leaves more than this many KiB unread is dropped.")
-    var maxUnsentKib: Int = 256
+    var maxUnsentKib: Int = 64
 
     @Option(help: "A group whose members may reset the count (root and the daemon's own user always may).")
     var adminGroup: String?

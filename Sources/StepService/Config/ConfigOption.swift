@@ -92,7 +92,7 @@ extension ConfigOption {
                      help: "Start the replay again when it ends."),
         ConfigOption(key: "max_clients", kind: .integer(1...65_536), defaultText: "256",
                      help: "The most clients connected at once; the next one gets an ERROR and is closed."),
-        ConfigOption(key: "max_unsent_kib", kind: .integer(1...1_048_576), defaultText: "256",
+        ConfigOption(key: "max_unsent_kib", kind: .integer(1...1_048_576), defaultText: "64",
                      help: "A watcher that leaves more than this many KiB unread is dropped."),
         ConfigOption(key: "admin_group", kind: .path, defaultText: "(none)",
                      help: "A group whose members may reset the count (root and the daemon's user always may)."),

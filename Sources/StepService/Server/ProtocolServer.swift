@@ -33,7 +33,7 @@ public final class ProtocolServer: @unchecked Sendable {
         public var maximumLineLength = 4096
         public var maximumClients = 256
         /// A watcher that has let this much output pile up unread in the daemon is dropped (gpsd does the same).
-        public var maximumUnsentBytes = 256 * 1024
+        public var maximumUnsentBytes = 64 * 1024
         /// Members of this group may `reset`, besides root and the daemon's own user.
         public var adminGroup: String?
         public init(socketPath: String) { self.socketPath = socketPath }
@@ -107,9 +107,9 @@ public final class ProtocolServer: @unchecked Sendable {
     func bootstrap() -> ServerBootstrap {
         let maximumLineLength = configuration.maximumLineLength
         return ServerBootstrap(group: group)
-            .serverChannelOption(ChannelOptions.backlog, value: 256)
+            .serverChannelOption(ChannelOptions.backlog, value: 1024)
             // A modest kernel buffer, so that what a client leaves unread shows in the daemon's own count soon.
-            .childChannelOption(ChannelOptions.socketOption(.so_sndbuf), value: 64 * 1024)
+            .childChannelOption(ChannelOptions.socketOption(.so_sndbuf), value: 32 * 1024)
             // A client that sends its requests and shuts its side (`echo ... | socat`) still gets the replies
             // that come later from another queue (reset, history); ClientHandler closes once they are out.
             .childChannelOption(ChannelOptions.allowRemoteHalfClosure, value: true)

@@ -51,9 +51,11 @@ public struct StatusMessage: Codable, Sendable {
     public var samples_in: Int
     public var samples_out: Int
     public var clients: Int
+    public var gps: GPSStatus?
     public var id: JSONValue?
     public init(release: String, uptime_s: Double, source: SourceStatus, detector: String, rate_in_hz: Double,
-                rate_out_hz: Double, samples_in: Int, samples_out: Int, clients: Int, id: JSONValue? = nil) {
+                rate_out_hz: Double, samples_in: Int, samples_out: Int, clients: Int, gps: GPSStatus? = nil,
+                id: JSONValue? = nil) {
         self.release = release
         self.uptime_s = uptime_s
         self.source = source
@@ -63,6 +65,7 @@ public struct StatusMessage: Codable, Sendable {
         self.samples_in = samples_in
         self.samples_out = samples_out
         self.clients = clients
+        self.gps = gps
         self.id = id
     }
 }
@@ -111,6 +114,8 @@ public struct WatchMessage: Codable, Sendable {
 /// The classes a client can watch.
 public enum WatchClass: String, CaseIterable, Sendable {
     case step = "STEP"
+    case position = "POSITION"
+    case visit = "VISIT"
 }
 
 /// ISO-8601 with milliseconds, in UTC, as in gpsd's TPV time.

@@ -29,11 +29,14 @@ struct Run: ParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
+    @OptionGroup(title: "Position (gpsd)") var gps: GPSOptions
+
     func validate() throws {
         guard StepDetectorKind(rawValue: detector) != nil else {
             throw ValidationError("unknown detector '\(detector)'; known: \(StepDetectorKind.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         guard speed > 0, speed.isFinite else { throw ValidationError("--speed must be a positive number") }
+        try gps.validate()
     }
 
     func run() throws {
@@ -47,6 +50,7 @@ struct Run: ParsableCommand {
 
         var engineConfiguration = Engine.Configuration()
         engineConfiguration.detector = StepDetectorKind(rawValue: detector)!
+        let gpsSource = try gps.makeSource(configuring: &engineConfiguration.location)
         let engine = Engine(configuration: engineConfiguration)
 
         let source: SampleSource
@@ -62,6 +66,7 @@ struct Run: ParsableCommand {
 
         engine.attach(source: source)
         source.start(sink: engine)
+        gpsSource?.start(sink: engine)
         print("stepd: counting steps from \(source.description)")
         print("stepd: listening on \(socketPath)")
         print("stepd: try   stepctl --socket \(socketPath) steps")
@@ -70,6 +75,7 @@ struct Run: ParsableCommand {
 
         ShutdownHandler.install(logger: logger) {
             source.stop()
+            gpsSource?.stop()
             engine.drain()
             server.stop()
         }

@@ -14,12 +14,13 @@ public final class Engine: SampleSink, @unchecked Sendable {
         public var rateHz: Double = 60
         /// Stride length for distance when nothing better is known (m): 0.414 × height, a common rule of thumb.
         public var strideMeters: Double = 0.414 * 1.70
+        public var location = LocationConfiguration()
         public init() {}
     }
 
     public let configuration: Configuration
     let queue = DispatchQueue(label: "stepd.pipeline", qos: .userInitiated)
-    private let logger: Logger
+    let logger: Logger
 
     // Owned by `queue`.
     private let pipeline: StepPipeline
@@ -31,9 +32,12 @@ public final class Engine: SampleSink, @unchecked Sendable {
     private var rateWindowCount = 0
     private var rateInHz = 0.0
     private var source: (kind: String, description: String, state: SourceState) = ("none", "", .starting)
+    // Position (Location/Engine+Location.swift): owned by `queue`, published apart from the step snapshot.
+    var locationTracker: LocationTracker
+    let publishedLocation = NIOLockedValueBox(LocationSnapshot())
 
     private let published: NIOLockedValueBox<EngineSnapshot>
-    private let eventHandlers = NIOLockedValueBox<[@Sendable (EngineEvent) -> Void]>([])
+    let eventHandlers = NIOLockedValueBox<[@Sendable (EngineEvent) -> Void]>([])
 
     public init(configuration: Configuration = .init(), logger: Logger = Logger(label: "stepd.engine")) {
         self.configuration = configuration
@@ -44,6 +48,8 @@ public final class Engine: SampleSink, @unchecked Sendable {
         snapshot.detector = pipeline.detector.name
         snapshot.rateOutHz = configuration.rateHz
         published = NIOLockedValueBox(snapshot)
+        locationTracker = LocationTracker(configuration: configuration.location)
+        publishedLocation.withLockedValue { $0 = locationTracker.snapshot }
     }
 
     /// The latest published state; cheap, safe from any thread.

@@ -21,4 +21,6 @@ public struct EngineSnapshot: Sendable {
 public enum EngineEvent: Sendable {
     /// A step: the running count after it and the wall-clock instant it happened.
     case step(count: Int, time: Date)
+    /// A new position or a visit that began or ended (Location/LocationTracker.swift).
+    case location(LocationEvent)
 }

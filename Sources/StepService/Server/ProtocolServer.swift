@@ -32,7 +32,7 @@ public final class ProtocolServer: @unchecked Sendable {
     }
 
     public let configuration: Configuration
-    private let engine: Engine
+    let engine: Engine
     private let logger: Logger
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private var loop: EventLoop { group.any() }
@@ -127,6 +127,8 @@ public final class ProtocolServer: @unchecked Sendable {
                 }
             case .watch:
                 reply(Wire.line(try watch(request, channel: channel)))
+            case .position, .track, .visits:
+                try handleLocation(request, from: channel, reply: reply)
             }
         } catch {
             reply(Wire.line(ErrorMessage(message: "\(error)", id: request.id)))
@@ -139,7 +141,8 @@ public final class ProtocolServer: @unchecked Sendable {
                              source: SourceStatus(kind: s.sourceKind, description: s.sourceDescription,
                                                   state: s.sourceState.name, error: s.sourceState.reason),
                              detector: s.detector, rate_in_hz: s.rateInHz, rate_out_hz: s.rateOutHz,
-                             samples_in: s.samplesIn, samples_out: s.samplesOut, clients: clients.count, id: id)
+                             samples_in: s.samplesIn, samples_out: s.samplesOut, clients: clients.count,
+                             gps: gpsStatus(), id: id)
     }
 
     private func steps(_ s: EngineSnapshot, id: JSONValue?) -> StepsMessage {
@@ -178,6 +181,8 @@ public final class ProtocolServer: @unchecked Sendable {
         switch event {
         case .step(let count, let time):
             (watchClass, data) = (.step, Wire.line(StepMessage(steps: count, time: Timestamp.string(time))))
+        case .location(let event):
+            (watchClass, data) = wire(event)
         }
         for (key, classes) in watches where classes.contains(watchClass) {
             guard let client = clients[key] else { continue }

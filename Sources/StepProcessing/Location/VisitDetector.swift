@@ -94,8 +94,10 @@ public struct VisitDetector: Sendable {
         guard let first = candidate.first, let last = candidate.last,
               last.time.timeIntervalSince(first.time) >= configuration.minimumStaySeconds else { return nil }
         let (center, settle) = settledCenter()
+        // Measured between settled fixes: walking away inside the radius does not lengthen a stay.
         guard let arrival = candidate.first(where: { distance($0, center) <= settle }),
-              last.time.timeIntervalSince(arrival.time) >= configuration.minimumStaySeconds else { return nil }
+              let lastSettled = candidate.last(where: { distance($0, center) <= settle }),
+              lastSettled.time.timeIntervalSince(arrival.time) >= configuration.minimumStaySeconds else { return nil }
         let visit = Visit(arrival: arrival.time, departure: nil, center: coordinate(center), radiusMeters: settle,
                           fixCount: candidate.filter { $0.time >= arrival.time }.count)
         visits.append(visit)

@@ -84,7 +84,8 @@ struct LocationTracker {
             accepted += 1
             acceptedSinceConnecting = true
             current = fix
-            track.add(fix)
+            // Visits use the same fixes as the track: a stay is not judged from 100 m-wide guesses.
+            guard track.add(fix) else { return [.position(fix)] }
             return visits.add(fix).map { event -> LocationEvent in
                 switch event {
                 case .began(let v), .ended(let v): return .visit(v)

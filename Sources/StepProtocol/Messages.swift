@@ -51,11 +51,19 @@ public struct StatusMessage: Codable, Sendable {
     public var samples_in: Int
     public var samples_out: Int
     public var clients: Int
+    /// Watchers closed because they did not read what they asked for.
+    public var dropped_watchers: Int
+    /// The gravity estimate in the board's axes (m/s^2), once samples have arrived.
+    public var gravity: [Double]?
+    /// The link to gpsd and the fix (LocationMessages.swift).
     public var gps: GPSStatus?
     public var id: JSONValue?
     public init(release: String, uptime_s: Double, source: SourceStatus, detector: String, rate_in_hz: Double,
-                rate_out_hz: Double, samples_in: Int, samples_out: Int, clients: Int, gps: GPSStatus? = nil,
-                id: JSONValue? = nil) {
+                rate_out_hz: Double, samples_in: Int, samples_out: Int, clients: Int, dropped_watchers: Int,
+                gravity: [Double]?, gps: GPSStatus? = nil, id: JSONValue? = nil) {
+        self.gps = gps
+        self.dropped_watchers = dropped_watchers
+        self.gravity = gravity
         self.release = release
         self.uptime_s = uptime_s
         self.source = source
@@ -65,7 +73,6 @@ public struct StatusMessage: Codable, Sendable {
         self.samples_in = samples_in
         self.samples_out = samples_out
         self.clients = clients
-        self.gps = gps
         self.id = id
     }
 }
@@ -78,13 +85,42 @@ public struct StepsMessage: Codable, Sendable, Equatable {
     public var cadence_spm: Double
     public var distance_m: Double
     public var detector: String
+    /// CMPedometerData's fields: the period covered, and the pace.
+    public var start: String
+    public var end: String
+    public var current_cadence_spm: Double
+    public var current_pace_s_per_m: Double?
+    public var average_active_pace_s_per_m: Double?
+    public var stride_m: Double
+    public var stride_calibrated: Bool
+    public var activity: String
+    /// Present only when a barometer is present.
+    public var floors_ascended: Int?
+    public var floors_descended: Int?
+    /// The sensor's own step counter, when the device has one (IIO `in_steps_input`).
+    public var hardware_steps: Int?
     public var id: JSONValue?
-    public init(steps: Int, since: String, cadence_spm: Double, distance_m: Double, detector: String, id: JSONValue? = nil) {
+
+    public init(steps: Int, since: String, cadence_spm: Double, distance_m: Double, detector: String, start: String,
+                end: String, current_pace_s_per_m: Double?, average_active_pace_s_per_m: Double?, stride_m: Double,
+                stride_calibrated: Bool, activity: String, floors_ascended: Int?, floors_descended: Int?,
+                hardware_steps: Int? = nil, id: JSONValue? = nil) {
         self.steps = steps
         self.since = since
         self.cadence_spm = cadence_spm
         self.distance_m = distance_m
         self.detector = detector
+        self.start = start
+        self.end = end
+        self.current_cadence_spm = cadence_spm
+        self.current_pace_s_per_m = current_pace_s_per_m
+        self.average_active_pace_s_per_m = average_active_pace_s_per_m
+        self.stride_m = stride_m
+        self.stride_calibrated = stride_calibrated
+        self.activity = activity
+        self.floors_ascended = floors_ascended
+        self.floors_descended = floors_descended
+        self.hardware_steps = hardware_steps
         self.id = id
     }
 }
@@ -99,14 +135,45 @@ public struct StepMessage: Codable, Sendable, Equatable {
     }
 }
 
+/// CMPedometerEvent: walking resumed or paused.
+public struct ActivityMessage: Codable, Sendable, Equatable {
+    public var `class` = "ACTIVITY"
+    public var state: String
+    public var time: String
+    public init(state: String, time: String) {
+        self.state = state
+        self.time = time
+    }
+}
+
+/// The seismometer's live signal.
+public struct MotionMessage: Codable, Sendable, Equatable {
+    public var `class` = "MOTION"
+    public var time: String
+    public var pitch_deg: Double
+    public var roll_deg: Double
+    public var vertical_accel: Double
+    public var vibration_rms: Double
+    public init(time: String, pitch_deg: Double, roll_deg: Double, vertical_accel: Double, vibration_rms: Double) {
+        self.time = time
+        self.pitch_deg = pitch_deg
+        self.roll_deg = roll_deg
+        self.vertical_accel = vertical_accel
+        self.vibration_rms = vibration_rms
+    }
+}
+
 public struct WatchMessage: Codable, Sendable {
     public var `class` = "WATCH"
     public var enable: Bool
     public var classes: [String]
+    /// The MOTION rate granted, when MOTION is watched.
+    public var rate_hz: Double?
     public var id: JSONValue?
-    public init(enable: Bool, classes: [String], id: JSONValue? = nil) {
+    public init(enable: Bool, classes: [String], rate_hz: Double?, id: JSONValue? = nil) {
         self.enable = enable
         self.classes = classes
+        self.rate_hz = rate_hz
         self.id = id
     }
 }
@@ -116,6 +183,9 @@ public enum WatchClass: String, CaseIterable, Sendable {
     case step = "STEP"
     case position = "POSITION"
     case visit = "VISIT"
+    case pedometer = "PEDOMETER"
+    case activity = "ACTIVITY"
+    case motion = "MOTION"
 }
 
 /// ISO-8601 with milliseconds, in UTC, as in gpsd's TPV time.

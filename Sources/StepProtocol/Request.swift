@@ -8,6 +8,7 @@ public enum RequestError: Error, Equatable, CustomStringConvertible {
     case unknownCommand(String)
     case badField(name: String, expected: String)
     case tooLong(limit: Int)
+    case notPermitted(command: String)
 
     public var description: String {
         switch self {
@@ -17,6 +18,8 @@ public enum RequestError: Error, Equatable, CustomStringConvertible {
         case .unknownCommand(let c): return "unknown command \"\(c)\"; known: \(Request.Command.allCases.map(\.rawValue).joined(separator: ", "))"
         case .badField(let name, let expected): return "field \"\(name)\" must be \(expected)"
         case .tooLong(let limit): return "request line longer than \(limit) bytes, discarded"
+        case .notPermitted(let command):
+            return "\"\(command)\" is not permitted: only root, the daemon's user or its admin group may do it"
         }
     }
 }

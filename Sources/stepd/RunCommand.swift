@@ -26,17 +26,28 @@ struct Run: ParsableCommand {
     @Option(help: "Step detector: \(StepDetectorKind.allCases.map(\.rawValue).joined(separator: ", ")).")
     var detector: String = StepDetectorKind.default.rawValue
 
+    @Option(help: "The walker's height in metres, for the stride length until GPS calibrates it.")
+    var height: Double = 1.70
+
+    @Option(help: "The most clients connected at once; the next one gets an ERROR and is closed.")
+    var maxClients: Int = 256
+
+    @Option(help: "A group whose members may reset the count (root and the daemon's own user always may).")
+    var adminGroup: String?
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
     @OptionGroup(title: "Position (gpsd)") var gps: GPSOptions
 
     func validate() throws {
+        try gps.validate()
         guard StepDetectorKind(rawValue: detector) != nil else {
             throw ValidationError("unknown detector '\(detector)'; known: \(StepDetectorKind.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         guard speed > 0, speed.isFinite else { throw ValidationError("--speed must be a positive number") }
-        try gps.validate()
+        guard (0.5...2.5).contains(height) else { throw ValidationError("--height must be in metres, between 0.5 and 2.5") }
+        guard maxClients > 0 else { throw ValidationError("--max-clients must be at least 1") }
     }
 
     func run() throws {
@@ -50,6 +61,7 @@ struct Run: ParsableCommand {
 
         var engineConfiguration = Engine.Configuration()
         engineConfiguration.detector = StepDetectorKind(rawValue: detector)!
+        engineConfiguration.heightMeters = height
         let gpsSource = try gps.makeSource(configuring: &engineConfiguration.location)
         let engine = Engine(configuration: engineConfiguration)
 
@@ -61,7 +73,10 @@ struct Run: ParsableCommand {
         }
 
         let socketPath = try socket ?? DaemonSocket.choose(logger: logger)
-        let server = ProtocolServer(configuration: .init(socketPath: socketPath), engine: engine)
+        var serverConfiguration = ProtocolServer.Configuration(socketPath: socketPath)
+        serverConfiguration.maximumClients = maxClients
+        serverConfiguration.adminGroup = adminGroup
+        let server = ProtocolServer(configuration: serverConfiguration, engine: engine)
         do { try server.start() } catch { throw ValidationError("\(error)") }
 
         engine.attach(source: source)

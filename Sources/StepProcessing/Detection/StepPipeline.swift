@@ -16,10 +16,18 @@ public final class StepPipeline {
 
     /// Processes samples in order; calls `onStep` with each step's time (seconds, on the samples' clock).
     public func process<C: Sequence>(_ samples: C, onStep: (Double) -> Void) where C.Element == Sample {
+        process(samples, onUniformSample: { _ in }, onStep: onStep)
+    }
+
+    /// As above, and shows every sample of the uniform grid to `onUniformSample` (motion, tilt) before the
+    /// detector sees it.
+    public func process<C: Sequence>(_ samples: C, onUniformSample: (Sample) -> Void,
+                                     onStep: (Double) -> Void) where C.Element == Sample {
         for sample in samples {
             samplesIn += 1
             resampler.push(sample) { uniform in
                 samplesOut += 1
+                onUniformSample(uniform)
                 detector.process(uniform, steps: &stepBuffer)
             }
             if !stepBuffer.isEmpty {

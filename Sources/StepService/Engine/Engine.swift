@@ -12,8 +12,8 @@ public final class Engine: SampleSink, @unchecked Sendable {
     public struct Configuration: Sendable {
         public var detector: StepDetectorKind = .default
         public var rateHz: Double = 60
-        /// Stride length for distance when nothing better is known (m): 0.414 × height, a common rule of thumb.
-        public var strideMeters: Double = 0.414 * 1.70
+        /// The walker's height, for the stride length until GPS calibrates it.
+        public var heightMeters: Double = 1.70
         public var location = LocationConfiguration()
         public init() {}
     }
@@ -27,26 +27,37 @@ public final class Engine: SampleSink, @unchecked Sendable {
     private var steps = 0
     private var since = Date()
     private var cadence = CadenceMeter()
+    private var activity = ActivityTracker()
+    private var stride: StrideModel
+    private var motion: MotionEstimator
+    private var lastMotion: MotionEstimate?
+    private var floors: FloorCounter?
     private var lastSampleTime = 0.0
+    private var lastSampleWall = Date()
+    private var lastPedometerPush = -Double.infinity
     private var rateWindowStart: Double?
     private var rateWindowCount = 0
     private var rateInHz = 0.0
     private var source: (kind: String, description: String, state: SourceState) = ("none", "", .starting)
+
+    private let published: NIOLockedValueBox<EngineSnapshot>
     // Position (Location/Engine+Location.swift): owned by `queue`, published apart from the step snapshot.
     var locationTracker: LocationTracker
     let publishedLocation = NIOLockedValueBox(LocationSnapshot())
-
-    private let published: NIOLockedValueBox<EngineSnapshot>
     let eventHandlers = NIOLockedValueBox<[@Sendable (EngineEvent) -> Void]>([])
+    private let motionWanted = NIOLockedValueBox(false)
 
     public init(configuration: Configuration = .init(), logger: Logger = Logger(label: "stepd.engine")) {
         self.configuration = configuration
         self.logger = logger
         pipeline = StepPipeline(detector: configuration.detector.make(sampleRateHz: configuration.rateHz),
                                 rateHz: configuration.rateHz)
+        stride = StrideModel(heightMeters: configuration.heightMeters)
+        motion = MotionEstimator(sampleRateHz: configuration.rateHz)
         var snapshot = EngineSnapshot()
         snapshot.detector = pipeline.detector.name
         snapshot.rateOutHz = configuration.rateHz
+        snapshot.strideMeters = stride.strideMeters
         published = NIOLockedValueBox(snapshot)
         locationTracker = LocationTracker(configuration: configuration.location)
         publishedLocation.withLockedValue { $0 = locationTracker.snapshot }
@@ -58,6 +69,11 @@ public final class Engine: SampleSink, @unchecked Sendable {
     /// Registers a listener for steps and other events; called on the processing queue, so it must not block.
     public func onEvent(_ handler: @escaping @Sendable (EngineEvent) -> Void) {
         eventHandlers.withLockedValue { $0.append(handler) }
+    }
+
+    /// Motion events cost a message per sample; the server turns them on only while someone watches them.
+    public func setMotionWanted(_ wanted: Bool) {
+        motionWanted.withLockedValue { $0 = wanted }
     }
 
     public func attach(source: SampleSource) {
@@ -87,6 +103,27 @@ public final class Engine: SampleSink, @unchecked Sendable {
         }
     }
 
+    // MARK: Other inputs
+
+    /// A barometer reading (kPa): from the first one on, floors are counted.
+    public func receive(pressureKilopascal: Double) {
+        queue.async { [self] in
+            if floors == nil { floors = FloorCounter() }
+            floors?.update(pressureKilopascal: pressureKilopascal)
+            publish()
+        }
+    }
+
+    /// A stretch walked with a good GPS fix, to calibrate the stride.
+    public func calibrateStride(gpsDistanceMeters: Double, steps: Int) {
+        queue.async { [self] in
+            if stride.calibrate(gpsDistanceMeters: gpsDistanceMeters, steps: steps) {
+                logger.info("stride calibrated from GPS: \(String(format: "%.2f", stride.strideMeters)) m")
+                publish()
+            }
+        }
+    }
+
     // MARK: Requests
 
     /// Starts counting from zero now (the seed's reset button); replies with the fresh snapshot.
@@ -95,6 +132,8 @@ public final class Engine: SampleSink, @unchecked Sendable {
             steps = 0
             since = Date()
             cadence.reset()
+            activity.reset()
+            floors?.reset()
             publish()
             completion(snapshot)
         }
@@ -107,21 +146,40 @@ public final class Engine: SampleSink, @unchecked Sendable {
 
     private func process(_ samples: [Sample], arrivedAt arrival: Date) {
         guard let last = samples.last else { return }
+        let handlers = eventHandlers.withLockedValue { $0 }
+        let wantMotion = motionWanted.withLockedValue { $0 }
+        // The batch's last sample arrived now; any instant on the sample clock is that far before it.
+        func wall(_ t: Double) -> Date { arrival.addingTimeInterval(t - last.time) }
         var newSteps: [Double] = []
-        pipeline.process(samples) { newSteps.append($0) }
-        lastSampleTime = last.time
-        measureRate(count: samples.count, until: last.time)
-        if !newSteps.isEmpty {
-            let handlers = eventHandlers.withLockedValue { $0 }
-            for t in newSteps {
-                steps += 1
-                cadence.record(stepAt: t)
-                // The batch's last sample arrived now; a step's wall time is that far before it on the sample clock.
-                let wall = arrival.addingTimeInterval(t - last.time)
-                for handler in handlers { handler(.step(count: steps, time: wall)) }
+        pipeline.process(samples, onUniformSample: { uniform in
+            let estimate = motion.update(uniform)
+            lastMotion = estimate
+            if wantMotion {
+                for handler in handlers { handler(.motion(estimate, time: wall(uniform.time), sampleTime: uniform.time)) }
             }
+        }, onStep: { newSteps.append($0) })
+        lastSampleTime = last.time
+        lastSampleWall = arrival
+        measureRate(count: samples.count, until: last.time)
+        for t in newSteps {
+            steps += 1
+            cadence.record(stepAt: t)
+            if activity.step(at: t) == .walking {
+                for handler in handlers { handler(.activity(.walking, time: wall(t))) }
+            }
+            for handler in handlers { handler(.step(count: steps, time: wall(t))) }
+        }
+        var walkingStopped = false
+        if let (_, pauseStart) = activity.advance(to: last.time) {
+            walkingStopped = true
+            for handler in handlers { handler(.activity(.stationary, time: wall(pauseStart))) }
         }
         publish()
+        if walkingStopped || (!newSteps.isEmpty && last.time - lastPedometerPush >= 1) {
+            lastPedometerPush = last.time
+            let s = snapshot
+            for handler in handlers { handler(.pedometer(s)) }
+        }
     }
 
     private func measureRate(count: Int, until time: Double) {
@@ -142,8 +200,19 @@ public final class Engine: SampleSink, @unchecked Sendable {
         var s = EngineSnapshot()
         s.steps = steps
         s.since = since
-        s.cadenceStepsPerMinute = cadence.stepsPerMinute(now: lastSampleTime)
-        s.distanceMeters = Double(steps) * configuration.strideMeters
+        s.end = lastSampleWall
+        let cadenceNow = cadence.stepsPerMinute(now: lastSampleTime)
+        s.cadenceStepsPerMinute = cadenceNow
+        s.strideMeters = stride.strideMeters
+        s.strideCalibrated = stride.isCalibrated
+        s.distanceMeters = Double(steps) * stride.strideMeters
+        s.activity = activity.state
+        if cadenceNow > 0 { s.currentPaceSecondsPerMeter = 60 / (cadenceNow * stride.strideMeters) }
+        if activity.activeSeconds > 0, steps > 1 {
+            s.averageActivePaceSecondsPerMeter = activity.activeSeconds / (Double(steps - 1) * stride.strideMeters)
+        }
+        s.floorsAscended = floors?.ascended
+        s.floorsDescended = floors?.descended
         s.detector = pipeline.detector.name
         s.sourceKind = source.kind
         s.sourceDescription = source.description
@@ -152,6 +221,7 @@ public final class Engine: SampleSink, @unchecked Sendable {
         s.rateOutHz = configuration.rateHz
         s.samplesIn = pipeline.samplesIn
         s.samplesOut = pipeline.samplesOut
+        s.motion = lastMotion
         published.withLockedValue { $0 = s }
     }
 }

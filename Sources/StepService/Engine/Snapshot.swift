@@ -1,12 +1,24 @@
 import Foundation
 import StepAcquisition
+import StepProcessing
 
 /// What the processing queue publishes for the socket server to read without touching pipeline state.
 public struct EngineSnapshot: Sendable {
     public var steps = 0
     public var since = Date()
+    /// The wall-clock time of the newest sample processed.
+    public var end = Date()
     public var cadenceStepsPerMinute = 0.0
     public var distanceMeters = 0.0
+    public var strideMeters = 0.0
+    public var strideCalibrated = false
+    /// Seconds per metre at the current cadence; nil while not walking.
+    public var currentPaceSecondsPerMeter: Double?
+    /// Seconds per metre over the time spent walking since `since`; nil before any walking.
+    public var averageActivePaceSecondsPerMeter: Double?
+    public var activity: ActivityTracker.State = .stationary
+    public var floorsAscended: Int?
+    public var floorsDescended: Int?
     public var detector = ""
     public var sourceKind = "none"
     public var sourceDescription = ""
@@ -15,6 +27,7 @@ public struct EngineSnapshot: Sendable {
     public var rateOutHz = 0.0
     public var samplesIn = 0
     public var samplesOut = 0
+    public var motion: MotionEstimate?
 }
 
 /// Something that happened on the processing queue that watchers may want pushed to them.
@@ -23,4 +36,10 @@ public enum EngineEvent: Sendable {
     case step(count: Int, time: Date)
     /// A new position or a visit that began or ended (Location/LocationTracker.swift).
     case location(LocationEvent)
+    /// Walking started or stopped.
+    case activity(ActivityTracker.State, time: Date)
+    /// The pedometer's figures changed (at most once a second while walking, and when walking stops).
+    case pedometer(EngineSnapshot)
+    /// One sample of the uniform grid's motion estimate; sent only while someone watches MOTION.
+    case motion(MotionEstimate, time: Date, sampleTime: Double)
 }

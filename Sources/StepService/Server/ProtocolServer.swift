@@ -21,33 +21,46 @@ public enum ServerError: Error, CustomStringConvertible {
     }
 }
 
-/// The Unix-socket server: newline-delimited JSON, one event loop. All per-client state (who watches what)
+/// The Unix-socket server: newline-delimited JSON on one event loop. All per-client state (sessions, watches)
 /// belongs to that loop; the engine's events hop onto it.
 public final class ProtocolServer: @unchecked Sendable {
     public struct Configuration: Sendable {
         public var socketPath: String
         public var socketMode: mode_t = 0o660
+        /// The group that owns the socket (`stepd`), when it exists.
+        public var socketGroup: String? = "stepd"
         public var maximumLineLength = 4096
+        public var maximumClients = 256
+        /// Members of this group may `reset`, besides root and the daemon's own user.
+        public var adminGroup: String?
         public init(socketPath: String) { self.socketPath = socketPath }
     }
 
     public let configuration: Configuration
     let engine: Engine
-    private let logger: Logger
+    let logger: Logger
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-    private var loop: EventLoop { group.any() }
+    let loop: EventLoop
     private var channel: Channel?
-    private let startedAt = Date()
+    let startedAt = Date()
+    let access: AccessPolicy
 
     // Owned by the event loop.
-    private var clients: [ObjectIdentifier: Channel] = [:]
-    private var watches: [ObjectIdentifier: Set<WatchClass>] = [:]
+    var sessions: [ObjectIdentifier: ClientSession] = [:]
+    var droppedWatchers = 0
+    /// The newest wall time a MOTION was encoded for, so that all watchers due share one encoding.
+    private var motionCache: (sampleTime: Double, data: Data)?
 
     public init(configuration: Configuration, engine: Engine, logger: Logger = Logger(label: "stepd.server")) {
         self.configuration = configuration
         self.engine = engine
         self.logger = logger
-        let loop = group.next()
+        loop = group.next()
+        access = AccessPolicy(adminGroup: configuration.adminGroup.flatMap(AccessPolicy.groupID(named:)))
+        if let name = configuration.adminGroup, access.adminGroup == nil {
+            logger.warning("admin group '\(name)' does not exist; only root and the daemon's user may reset")
+        }
+        let loop = self.loop
         engine.onEvent { [weak self] event in
             loop.execute { self?.broadcast(event) }
         }
@@ -57,9 +70,24 @@ public final class ProtocolServer: @unchecked Sendable {
     public func start() throws {
         let path = configuration.socketPath
         try prepare(path: path)
+        do {
+            channel = try bootstrap().bind(unixDomainSocketPath: path).wait()
+        } catch {
+            throw ServerError.cannotBind(path: path, reason: "\(error)")
+        }
+        chmod(path, configuration.socketMode)
+        if let name = configuration.socketGroup, let gid = AccessPolicy.groupID(named: name) {
+            chown(path, uid_t.max, gid)  // -1 keeps the owner
+        }
+        logger.info("listening on \(path)")
+    }
+
+    func bootstrap() -> ServerBootstrap {
         let maximumLineLength = configuration.maximumLineLength
-        let bootstrap = ServerBootstrap(group: group)
-            .serverChannelOption(ChannelOptions.backlog, value: 128)
+        return ServerBootstrap(group: group)
+            .serverChannelOption(ChannelOptions.backlog, value: 256)
+            .childChannelOption(ChannelOptions.writeBufferWaterMark,
+                                value: .init(low: ClientSession.maximumUnsentBytes / 2, high: ClientSession.maximumUnsentBytes))
             .childChannelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(
@@ -68,22 +96,14 @@ public final class ProtocolServer: @unchecked Sendable {
                         ClientHandler(server: self, maximumLineLength: maximumLineLength))
                 }
             }
-        do {
-            channel = try bootstrap.bind(unixDomainSocketPath: path).wait()
-        } catch {
-            throw ServerError.cannotBind(path: path, reason: "\(error)")
-        }
-        chmod(path, configuration.socketMode)
-        logger.info("listening on \(path)")
     }
 
     public func stop() {
         try? channel?.close().wait()
-        let path = configuration.socketPath
         try? loop.submit { [self] in
-            for client in clients.values { client.close(promise: nil) }
+            for session in sessions.values { session.channel.close(promise: nil) }
         }.wait()
-        unlink(path)
+        unlink(configuration.socketPath)
         try? group.syncShutdownGracefully()
     }
 
@@ -102,93 +122,75 @@ public final class ProtocolServer: @unchecked Sendable {
         unlink(path)
     }
 
-    // MARK: On the event loop
+    // MARK: Sessions (on the event loop)
 
-    func clientConnected(_ channel: Channel) {
-        clients[ObjectIdentifier(channel)] = channel
-    }
-
-    func clientDisconnected(_ channel: Channel) {
-        clients[ObjectIdentifier(channel)] = nil
-        watches[ObjectIdentifier(channel)] = nil
-    }
-
-    func handle(_ request: Request, from channel: Channel, reply: @escaping (Data) -> Void) {
-        do {
-            switch request.command {
-            case .status:
-                reply(Wire.line(status(id: request.id)))
-            case .steps:
-                reply(Wire.line(steps(engine.snapshot, id: request.id)))
-            case .reset:
-                let loop = channel.eventLoop
-                engine.reset { [self] snapshot in
-                    loop.execute { reply(Wire.line(self.steps(snapshot, id: request.id))) }
-                }
-            case .watch:
-                reply(Wire.line(try watch(request, channel: channel)))
-            case .position, .track, .visits:
-                try handleLocation(request, from: channel, reply: reply)
-            }
-        } catch {
-            reply(Wire.line(ErrorMessage(message: "\(error)", id: request.id)))
+    /// Registers a new client, or nil when the limit is reached.
+    func clientConnected(_ channel: Channel) -> ClientSession? {
+        guard sessions.count < configuration.maximumClients else {
+            logger.warning("refused a client: \(configuration.maximumClients) already connected")
+            return nil
         }
+        let session = ClientSession(channel: channel)
+        sessions[ObjectIdentifier(channel)] = session
+        return session
     }
 
-    private func status(id: JSONValue?) -> StatusMessage {
-        let s = engine.snapshot
-        return StatusMessage(release: stepdRelease, uptime_s: Date().timeIntervalSince(startedAt),
-                             source: SourceStatus(kind: s.sourceKind, description: s.sourceDescription,
-                                                  state: s.sourceState.name, error: s.sourceState.reason),
-                             detector: s.detector, rate_in_hz: s.rateInHz, rate_out_hz: s.rateOutHz,
-                             samples_in: s.samplesIn, samples_out: s.samplesOut, clients: clients.count,
-                             gps: gpsStatus(), id: id)
+    func clientDisconnected(_ session: ClientSession) {
+        sessions[ObjectIdentifier(session.channel)] = nil
+        updateMotionDemand()
     }
 
-    private func steps(_ s: EngineSnapshot, id: JSONValue?) -> StepsMessage {
-        StepsMessage(steps: s.steps, since: Timestamp.string(s.since), cadence_spm: s.cadenceStepsPerMinute,
-                     distance_m: s.distanceMeters, detector: s.detector, id: id)
+    func updateMotionDemand() {
+        engine.setMotionWanted(sessions.values.contains { $0.watched.contains(.motion) })
     }
 
-    private func watch(_ request: Request, channel: Channel) throws -> WatchMessage {
-        let key = ObjectIdentifier(channel)
-        let enable = try request.bool("enable") ?? true
-        var classes: Set<WatchClass> = []
-        if let names = try request.strings("classes") {
-            for name in names {
-                guard let c = WatchClass(rawValue: name.uppercased()) else {
-                    let known = WatchClass.allCases.map(\.rawValue).joined(separator: ", ")
-                    throw RequestError.badField(name: "classes", expected: "a list of classes among \(known)")
-                }
-                classes.insert(c)
-            }
-        } else {
-            classes = Set(WatchClass.allCases)
-        }
-        if enable {
-            watches[key, default: []].formUnion(classes)
-        } else if request.fields["classes"] == nil {
-            watches[key] = nil
-        } else {
-            watches[key]?.subtract(classes)
-        }
-        let current = (watches[key] ?? []).map(\.rawValue).sorted()
-        return WatchMessage(enable: !current.isEmpty, classes: current, id: request.id)
-    }
+    // MARK: Events (on the event loop)
 
     private func broadcast(_ event: EngineEvent) {
-        let (watchClass, data): (WatchClass, Data)
         switch event {
         case .step(let count, let time):
-            (watchClass, data) = (.step, Wire.line(StepMessage(steps: count, time: Timestamp.string(time))))
+            send(Wire.line(StepMessage(steps: count, time: Timestamp.string(time))), to: .step)
+        case .activity(let state, let time):
+            send(Wire.line(ActivityMessage(state: state.rawValue, time: Timestamp.string(time))), to: .activity)
         case .location(let event):
-            (watchClass, data) = wire(event)
+            let (watchClass, data) = wire(event)
+            send(data, to: watchClass)
+        case .pedometer(let snapshot):
+            send(Wire.line(Replies.steps(snapshot, id: nil, asClass: "PEDOMETER")), to: .pedometer)
+        case .motion(let estimate, let time, let sampleTime):
+            for session in sessions.values where session.watched.contains(.motion) {
+                // Thin the 60 Hz stream to the rate asked for; the small slack keeps 60 Hz exact despite rounding.
+                guard sampleTime - session.lastMotionSampleTime >= 1 / session.motionRateHz - 1e-3 else { continue }
+                session.lastMotionSampleTime = sampleTime
+                if motionCache?.sampleTime != sampleTime {
+                    motionCache = (sampleTime, Wire.line(Replies.motion(estimate, time: time)))
+                }
+                deliver(motionCache!.data, to: session)
+            }
         }
-        for (key, classes) in watches where classes.contains(watchClass) {
-            guard let client = clients[key] else { continue }
-            var buffer = client.allocator.buffer(capacity: data.count)
-            buffer.writeBytes(data)
-            client.writeAndFlush(buffer, promise: nil)
+    }
+
+    private func send(_ data: Data, to watchClass: WatchClass) {
+        for session in sessions.values where session.watched.contains(watchClass) {
+            deliver(data, to: session)
         }
+    }
+
+    /// Writes an event to a watcher, or drops the watcher if it has left too much unread.
+    private func deliver(_ data: Data, to session: ClientSession) {
+        let channel = session.channel
+        guard channel.isActive else { return }
+        guard channel.isWritable else {
+            droppedWatchers += 1
+            logger.warning("dropped a watcher (pid \(session.credentials.map { "\($0.pid)" } ?? "?")): more than \(ClientSession.maximumUnsentBytes) bytes unread")
+            session.watched = []
+            sessions[ObjectIdentifier(channel)] = nil
+            updateMotionDemand()
+            channel.close(promise: nil)
+            return
+        }
+        var buffer = channel.allocator.buffer(capacity: data.count)
+        buffer.writeBytes(data)
+        channel.writeAndFlush(buffer, promise: nil)
     }
 }

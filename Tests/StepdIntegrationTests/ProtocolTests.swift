@@ -1,0 +1,228 @@
+import Foundation
+import XCTest
+
+/// The socket protocol, spoken to the real daemon through a real Unix socket.
+final class ProtocolTests: XCTestCase {
+    private var daemon: Daemon!
+
+    override func setUpWithError() throws {
+        daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--speed", "4", "--loop"])
+    }
+
+    override func tearDown() {
+        daemon?.terminate()
+        daemon = nil
+    }
+
+    func testGreetsWithVersion() throws {
+        let client = try daemon.connect()
+        XCTAssertEqual(client.version["class"] as? String, "VERSION")
+        XCTAssertEqual(client.version["proto_major"] as? Int, 1)
+        XCTAssertNotNil(client.version["proto_minor"] as? Int)
+        XCTAssertNotNil(client.version["release"] as? String)
+    }
+
+    func testStatusDescribesTheSourceAndRates() throws {
+        try daemon.waitUntil(timeout: 10, "the rate to be measured") { ($0["rate_in_hz"] as? Double ?? 0) > 0 }
+        let status = try daemon.connect().request(["cmd": "status", "id": "s1"])
+        XCTAssertEqual(status["class"] as? String, "STATUS")
+        XCTAssertEqual(status["id"] as? String, "s1")
+        let source = try XCTUnwrap(status["source"] as? [String: Any])
+        XCTAssertEqual(source["kind"] as? String, "replay")
+        XCTAssertEqual(source["state"] as? String, "running")
+        // The bundled recording is at 100 Hz; the rate is measured on the source's clock, so the replay speed
+        // does not change it.
+        XCTAssertEqual(try XCTUnwrap(status["rate_in_hz"] as? Double), 100, accuracy: 2)
+        XCTAssertEqual(status["rate_out_hz"] as? Double, 60)
+        XCTAssertEqual(status["detector"] as? String, "peak")
+        XCTAssertGreaterThan(try XCTUnwrap(status["uptime_s"] as? Double), 0)
+    }
+
+    func testStepsGrowAndCarryTheirFields() throws {
+        let client = try daemon.connect()
+        let first = try client.request(["cmd": "steps", "id": 1])
+        XCTAssertEqual(first["class"] as? String, "STEPS")
+        XCTAssertEqual(first["id"] as? Int, 1)
+        for key in ["since", "cadence_spm", "distance_m", "detector"] { XCTAssertNotNil(first[key], key) }
+        sleep(3)
+        let later = try client.request(["cmd": "steps"])
+        XCTAssertGreaterThan(try XCTUnwrap(later["steps"] as? Int), try XCTUnwrap(first["steps"] as? Int))
+        XCTAssertGreaterThan(try XCTUnwrap(later["cadence_spm"] as? Double), 60)
+    }
+
+    func testResetStartsAgainFromZero() throws {
+        let client = try daemon.connect()
+        sleep(2)
+        let reply = try client.request(["cmd": "reset", "id": "r"])
+        XCTAssertEqual(reply["class"] as? String, "STEPS")
+        XCTAssertEqual(reply["steps"] as? Int, 0)
+        XCTAssertEqual(reply["id"] as? String, "r")
+        let since = try XCTUnwrap(reply["since"] as? String)
+        XCTAssertEqual(try client.request(["cmd": "steps"])["since"] as? String, since)
+    }
+
+    func testWatchPushesEveryStepInOrderUntilDisabled() throws {
+        let client = try daemon.connect()
+        let ack = try client.request(["cmd": "watch", "enable": true, "classes": ["STEP"]])
+        XCTAssertEqual(ack["class"] as? String, "WATCH")
+        XCTAssertEqual(ack["classes"] as? [String], ["STEP"])
+        var counts: [Int] = []
+        while counts.count < 10 {
+            let event = try client.readObject()
+            XCTAssertEqual(event["class"] as? String, "STEP")
+            XCTAssertNotNil(event["time"] as? String)
+            counts.append(try XCTUnwrap(event["steps"] as? Int))
+        }
+        XCTAssertEqual(counts, Array(counts[0]..<(counts[0] + 10)), "one event per step, none skipped")
+        let off = try client.request(["cmd": "watch", "enable": false])
+        XCTAssertEqual(off["enable"] as? Bool, false)
+        // Drain what was in flight, then nothing more arrives.
+        usleep(200_000)
+        try client.sendLine(#"{"cmd":"status","id":"mark"}"#)
+        while (try client.readObject())["id"] as? String != "mark" {}
+        sleep(1)
+        try client.sendLine(#"{"cmd":"status","id":"end"}"#)
+        XCTAssertEqual(try client.readObject()["id"] as? String, "end", "no STEP after watch was disabled")
+    }
+
+    func testMalformedRequestsGetAnErrorAndTheConnectionStays() throws {
+        let client = try daemon.connect()
+        let cases: [(String, String)] = [
+            ("not json", "not valid JSON"),
+            ("[1,2,3]", "JSON object"),
+            (#"{"id":4}"#, "no \"cmd\""),
+            (#"{"cmd":"fly"}"#, "unknown command"),
+            (#"{"cmd":42}"#, "no \"cmd\""),
+            (#"{"cmd":"watch","enable":"yes"}"#, "\"enable\""),
+            (#"{"cmd":"watch","classes":["NOPE"]}"#, "\"classes\""),
+            ("{\"cmd\":\"steps\"", "not valid JSON"),
+        ]
+        for (line, expected) in cases {
+            try client.sendLine(line)
+            let reply = try client.readObject()
+            XCTAssertEqual(reply["class"] as? String, "ERROR", line)
+            XCTAssert((reply["message"] as? String ?? "").contains(expected), "\(line) → \(reply)")
+        }
+        XCTAssertEqual(try client.request(["cmd": "steps"])["class"] as? String, "STEPS")
+    }
+
+    func testOverlongLineIsDiscardedAndTheConnectionKept() throws {
+        let client = try daemon.connect()
+        try client.sendRaw(Data(repeating: UInt8(ascii: "x"), count: 100_000) + Data("\n".utf8))
+        let reply = try client.readObject()
+        XCTAssertEqual(reply["class"] as? String, "ERROR")
+        XCTAssert((reply["message"] as? String ?? "").contains("longer than 4096"), "\(reply)")
+        XCTAssertEqual(try client.request(["cmd": "status"])["class"] as? String, "STATUS")
+    }
+
+    func testManyClientsAtOnceAndVanishingClientsHarmNobody() throws {
+        // Clients that connect, ask, and close without reading their reply.
+        for _ in 0..<50 {
+            let rude = try SocketClient(path: daemon.socketPath, readVersion: false)
+            try rude.sendLine(#"{"cmd":"watch","enable":true}"#)
+            try rude.sendLine(#"{"cmd":"status"}"#)
+            rude.close()
+        }
+        let group = DispatchGroup()
+        final class Failures: @unchecked Sendable {
+            let lock = NSLock()
+            var list: [String] = []
+            func add(_ s: String) { lock.lock(); list.append(s); lock.unlock() }
+        }
+        let failures = Failures()
+        for i in 0..<64 {
+            group.enter()
+            DispatchQueue.global().async {
+                defer { group.leave() }
+                do {
+                    let client = try SocketClient(path: self.daemon.socketPath)
+                    for j in 0..<10 {
+                        let reply = try client.request(["cmd": j % 2 == 0 ? "steps" : "status", "id": i * 100 + j])
+                        if reply["id"] as? Int != i * 100 + j { throw NSError(domain: "id", code: i) }
+                    }
+                } catch {
+                    failures.add("\(i): \(error)")
+                }
+            }
+        }
+        XCTAssertEqual(group.wait(timeout: .now() + 60), .success)
+        XCTAssertEqual(failures.list, [])
+        XCTAssertEqual(try daemon.connect().request(["cmd": "status"])["class"] as? String, "STATUS")
+    }
+
+    func testStepctlReadsTheDaemon() throws {
+        sleep(1)
+        let steps = try runCommand(Binaries.stepctl, ["steps", "--socket", daemon.socketPath])
+        XCTAssertEqual(steps.status, 0, steps.stderr)
+        XCTAssert(steps.stdout.contains("steps since"), steps.stdout)
+        let json = try runCommand(Binaries.stepctl, ["steps", "--json", "--socket", daemon.socketPath])
+        let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        XCTAssertEqual(object["class"] as? String, "STEPS")
+        let status = try runCommand(Binaries.stepctl, ["status", "--socket", daemon.socketPath])
+        XCTAssert(status.stdout.contains("replay"), status.stdout)
+        let reset = try runCommand(Binaries.stepctl, ["reset", "--json", "--socket", daemon.socketPath])
+        XCTAssertEqual((try JSONSerialization.jsonObject(with: Data(reset.stdout.utf8)) as? [String: Any])?["steps"] as? Int, 0)
+    }
+
+    func testStepctlWithoutDaemonSaysSo() throws {
+        let dir = try TemporaryDirectory()
+        let result = try runCommand(Binaries.stepctl, ["steps", "--socket", dir.file("none.sock")])
+        XCTAssertEqual(result.status, 69)
+        XCTAssert(result.stderr.contains("cannot connect to stepd"), result.stderr)
+    }
+}
+
+/// How the daemon starts and stops.
+final class DaemonLifecycleTests: XCTestCase {
+    func testSIGINTAndSIGTERMExitCleanlyAndRemoveTheSocket() throws {
+        for signal in [SIGTERM, SIGINT] {
+            let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording])
+            XCTAssertEqual(daemon.terminate(signal: signal), 0)
+            XCTAssertFalse(FileManager.default.fileExists(atPath: daemon.socketPath))
+        }
+    }
+
+    func testASecondDaemonOnTheSameSocketIsRefused() throws {
+        let dir = try TemporaryDirectory()
+        let first = try Daemon(arguments: ["--replay", Binaries.bundledRecording], directory: dir)
+        let second = try Daemon(arguments: ["--replay", Binaries.bundledRecording], directory: dir, waitForSocket: false)
+        second.process.waitUntilExit()
+        XCTAssertNotEqual(second.process.terminationStatus, 0)
+        XCTAssert(second.log.contains("already listening"), second.log)
+        XCTAssertEqual(try first.connect().request(["cmd": "status"])["class"] as? String, "STATUS")
+    }
+
+    func testAStaleSocketFileIsReplaced() throws {
+        let dir = try TemporaryDirectory()
+        XCTAssert(FileManager.default.createFile(atPath: dir.file("stepd.sock"), contents: Data()))
+        let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording], directory: dir)
+        XCTAssertEqual(try daemon.connect().request(["cmd": "status"])["class"] as? String, "STATUS")
+    }
+
+    func testEmbeddedDefaultRunsAsAnOrdinaryUserWithAPerUserSocket() throws {
+        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else {
+            throw XCTSkip("needs root and setpriv to become an ordinary user")
+        }
+        // nobody cannot write /run, so the daemon must pick /tmp/stepd-65534/.
+        let expected = "/tmp/stepd-65534/stepd.sock"
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.stepd, "--speed", "20"]
+        process.environment = ["PATH": "/usr/bin:/bin", "STEPD_DATA_DIR": Binaries.repository.appendingPathComponent("data").path]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { kill(process.processIdentifier, SIGTERM); process.waitUntilExit() }
+        var client: SocketClient?
+        for _ in 0..<200 where client == nil {
+            client = try? SocketClient(path: expected)
+            if client == nil { usleep(50_000) }
+        }
+        let connected = try XCTUnwrap(client, "no socket at \(expected)")
+        sleep(1)
+        XCTAssertGreaterThan(try XCTUnwrap(connected.request(["cmd": "steps"])["steps"] as? Int), 0)
+        let status = try connected.request(["cmd": "status"])
+        XCTAssert(((status["source"] as? [String: Any])?["description"] as? String ?? "").contains("walk-inhand"))
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+import XCTest
+
+/// The daemon replaying a recording counts exactly what `stepd analyze` counts on the same file.
+final class ReplayDaemonTests: XCTestCase {
+    private func analyze(_ file: String, detector: String) throws -> (steps: Int, samples: Int) {
+        let result = try runCommand(Binaries.stepd, ["analyze", "--json", "--detector", detector, file])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        return (try XCTUnwrap(object["steps"] as? Int), try XCTUnwrap(object["samples"] as? Int))
+    }
+
+    private func replayCount(_ file: String, detector: String, speed: Int) throws -> (steps: Int, status: [String: Any]) {
+        let daemon = try Daemon(arguments: ["--replay", file, "--speed", "\(speed)", "--detector", detector])
+        try daemon.waitUntil(timeout: 120, "the replay to finish") { status in
+            (status["source"] as? [String: Any])?["state"] as? String == "finished"
+        }
+        let client = try daemon.connect()
+        let steps = try client.request(["cmd": "steps"])
+        let status = try client.request(["cmd": "status"])
+        XCTAssertEqual(steps["detector"] as? String, detector)
+        XCTAssertEqual(daemon.terminate(), 0, "SIGTERM gives a clean exit 0")
+        return (try XCTUnwrap(steps["steps"] as? Int), status)
+    }
+
+    func testReplayCountEqualsOfflineAnalysisForBothDetectors() throws {
+        for detector in ["threshold", "peak"] {
+            let offline = try analyze(Binaries.bundledRecording, detector: detector)
+            XCTAssertGreaterThan(offline.steps, 100)
+            let live = try replayCount(Binaries.bundledRecording, detector: detector, speed: 40)
+            XCTAssertEqual(live.steps, offline.steps, "detector \(detector)")
+            XCTAssertEqual(live.status["samples_in"] as? Int, offline.samples)
+        }
+    }
+
+    func testReplayOfASharedTraceEqualsOfflineAnalysis() throws {
+        let trace = try Binaries.sharedData("steps/oxford-phone/pixel_jamie_hard_frontpocket_1/accel.csv.gz")
+        for detector in ["threshold", "peak"] {
+            let offline = try analyze(trace.path, detector: detector)
+            let live = try replayCount(trace.path, detector: detector, speed: 100)
+            XCTAssertEqual(live.steps, offline.steps, "detector \(detector)")
+        }
+    }
+
+    func testAnalyzeThresholdRunsOnEveryTrace() throws {
+        let root = try Binaries.sharedData("steps")
+        var traces = 0
+        for set in try FileManager.default.contentsOfDirectory(atPath: root.path).sorted() {
+            let setURL = root.appendingPathComponent(set)
+            for trace in try FileManager.default.contentsOfDirectory(atPath: setURL.path).sorted() {
+                let file = setURL.appendingPathComponent(trace).appendingPathComponent("accel.csv.gz").path
+                guard FileManager.default.fileExists(atPath: file) else { continue }
+                let result = try runCommand(Binaries.stepd, ["analyze", "--detector", "threshold", "--json", file])
+                XCTAssertEqual(result.status, 0, "\(trace): \(result.stderr)")
+                let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+                XCTAssertEqual(object["detector"] as? String, "threshold")
+                let times = try XCTUnwrap(object["step_times"] as? [Double])
+                XCTAssertEqual(times.count, object["steps"] as? Int)
+                XCTAssertEqual(times, times.sorted(), "\(trace): step times in order")
+                XCTAssertGreaterThan(try XCTUnwrap(object["duration_s"] as? Double), 60)
+                traces += 1
+            }
+        }
+        XCTAssertGreaterThanOrEqual(traces, 49)
+    }
+
+    func testAnalyzeRejectsAMissingOrMalformedFile() throws {
+        let dir = try TemporaryDirectory()
+        let missing = try runCommand(Binaries.stepd, ["analyze", dir.file("nope.csv")])
+        XCTAssertNotEqual(missing.status, 0)
+        XCTAssert(missing.stderr.contains("cannot open recording"), missing.stderr)
+        try "t,x,y,z\n0,1,2,3\n0.01,1,two,3\n".write(toFile: dir.file("bad.csv"), atomically: true, encoding: .utf8)
+        let bad = try runCommand(Binaries.stepd, ["analyze", dir.file("bad.csv")])
+        XCTAssertNotEqual(bad.status, 0)
+        XCTAssert(bad.stderr.contains("bad.csv:3"), "names the line: \(bad.stderr)")
+    }
+
+    func testPlainCSVAndGzipGiveTheSameCount() throws {
+        let dir = try TemporaryDirectory()
+        let plain = dir.file("walk.csv")
+        let text = try runCommand("/bin/sh", ["-c", "gzip -dc '\(Binaries.bundledRecording)' > '\(plain)'"])
+        XCTAssertEqual(text.status, 0)
+        XCTAssertEqual(try analyze(plain, detector: "peak").steps, try analyze(Binaries.bundledRecording, detector: "peak").steps)
+    }
+}

@@ -1,0 +1,148 @@
+import Foundation
+import XCTest
+
+/// The real `stepd` binary running in the background on a temporary socket.
+final class Daemon {
+    let process = Process()
+    let socketPath: String
+    let logPath: String
+    private let directory: TemporaryDirectory
+
+    /// Starts `stepd` with `arguments` (plus `--socket`) and waits until its socket accepts connections.
+    init(arguments: [String], directory: TemporaryDirectory? = nil, environment: [String: String] = [:],
+         socketName: String = "stepd.sock", waitForSocket: Bool = true) throws {
+        self.directory = try directory ?? TemporaryDirectory()
+        socketPath = self.directory.file(socketName)
+        logPath = self.directory.file("stepd-\(UUID().uuidString.prefix(4)).log")
+        FileManager.default.createFile(atPath: logPath, contents: nil)
+        let log = FileHandle(forWritingAtPath: logPath)!
+        process.executableURL = URL(fileURLWithPath: Binaries.stepd)
+        process.arguments = arguments + ["--socket", socketPath]
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.standardOutput = log
+        process.standardError = log
+        try process.run()
+        if waitForSocket { try self.waitForSocket() }
+    }
+
+    func waitForSocket(timeout: TimeInterval = 20) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let client = try? SocketClient(path: socketPath) {
+                client.close()
+                return
+            }
+            if !process.isRunning { break }
+            usleep(20_000)
+        }
+        XCTFail("stepd did not start listening on \(socketPath); log:\n\(log)")
+        throw XCTSkip("daemon did not start")
+    }
+
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    func connect() throws -> SocketClient { try SocketClient(path: socketPath) }
+
+    /// Sends SIGTERM and waits for the exit status.
+    @discardableResult
+    func terminate(signal: Int32 = SIGTERM) -> Int32 {
+        if process.isRunning { kill(process.processIdentifier, signal) }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
+
+    /// Polls `status` until `condition` holds, or fails after `timeout`.
+    func waitUntil(timeout: TimeInterval = 60, _ what: String,
+                   _ condition: ([String: Any]) throws -> Bool) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        let client = try connect()
+        while Date() < deadline {
+            let status = try client.request(["cmd": "status"])
+            if try condition(status) { return }
+            usleep(50_000)
+        }
+        XCTFail("timed out waiting for \(what); log:\n\(log)")
+        throw XCTSkip("timed out")
+    }
+}
+
+/// A plain blocking client of the daemon's socket, independent of stepctl's code.
+final class SocketClient {
+    private let fd: Int32
+    private var pending = Data()
+    private(set) var version: [String: Any] = [:]
+
+    init(path: String, readVersion: Bool = true, receiveTimeout: TimeInterval = 10) throws {
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: path.utf8)
+            raw[path.utf8.count] = 0
+        }
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard result == 0 else {
+            Glibc.close(fd)
+            throw NSError(domain: "SocketClient", code: Int(errno), userInfo: [NSLocalizedDescriptionKey: "connect \(path)"])
+        }
+        var tv = timeval(tv_sec: Int(receiveTimeout), tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        if readVersion { version = try readObject() }
+    }
+
+    deinit { Glibc.close(fd) }
+    func close() { shutdown(fd, Int32(SHUT_RDWR)) }
+
+    func sendLine(_ text: String) throws {
+        try sendRaw(Data((text + "\n").utf8))
+    }
+
+    func sendRaw(_ data: Data) throws {
+        try data.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let n = Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+                if n <= 0 { throw NSError(domain: "SocketClient", code: Int(errno)) }
+                offset += n
+            }
+        }
+    }
+
+    func readLine() throws -> String {
+        while true {
+            if let newline = pending.firstIndex(of: 0x0A) {
+                let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
+                pending = Data(pending[(newline + 1)...])
+                return line
+            }
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            let n = recv(fd, &chunk, chunk.count, 0)
+            if n <= 0 { throw NSError(domain: "SocketClient", code: Int(errno), userInfo: [NSLocalizedDescriptionKey: "connection closed or timed out"]) }
+            pending.append(contentsOf: chunk[0..<n])
+        }
+    }
+
+    func readObject() throws -> [String: Any] {
+        let line = try readLine()
+        guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+            throw NSError(domain: "SocketClient", code: 0, userInfo: [NSLocalizedDescriptionKey: "not an object: \(line)"])
+        }
+        return object
+    }
+
+    /// Sends a request and returns the next reply that is not a pushed event.
+    func request(_ object: [String: Any]) throws -> [String: Any] {
+        try sendLine(String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self))
+        while true {
+            let reply = try readObject()
+            let cls = reply["class"] as? String ?? ""
+            if !Self.eventClasses.contains(cls) { return reply }
+        }
+    }
+
+    static let eventClasses: Set<String> = ["STEP", "POSITION", "VISIT", "PEDOMETER", "MOTION", "ACTIVITY"]
+}

@@ -20,7 +20,7 @@ final class LocationTrackTests: XCTestCase {
 
     func testStationaryJitterAddsNoDistance() {
         var track = TrackBuilder()
-        var rng = SplitMix(seed: 7)
+        var rng = LocationNoise(seed: 7)
         for i in 0..<3600 {
             // ±4 m noise with eph 10 m: never beyond the larger eph.
             track.add(FixFactory.fix(second: Double(i), east: rng.uniform(-4, 4), north: rng.uniform(-4, 4), eph: 10))
@@ -60,7 +60,7 @@ final class LocationTrackTests: XCTestCase {
 }
 
 /// A small deterministic generator, so that tests do not depend on the platform's random source.
-struct SplitMix {
+struct LocationNoise {
     var state: UInt64
     init(seed: UInt64) { state = seed }
     mutating func next() -> UInt64 {

@@ -19,6 +19,7 @@ struct Status: ParsableCommand {
         emit("rate:     \(number(o["rate_in_hz"])) Hz in, \(number(o["rate_out_hz"])) Hz out; "
              + "\(o["samples_in"] ?? 0) samples in, \(o["samples_out"] ?? 0) out")
         emit("clients:  \(o["clients"] ?? 0)")
+        emit("gps:      \(describe(gps: o["gps"] as? [String: Any]))")
     }
 }
 
@@ -77,6 +78,8 @@ struct Watch: ParsableCommand {
 func describe(event o: [String: Any]) -> String {
     switch o["class"] as? String {
     case "STEP": return "\(o["time"] ?? "-")  step \(o["steps"] ?? 0)"
+    case "POSITION": return "position  \(describe(position: o))"
+    case "VISIT": return "visit  \(describe(visit: o))"
     default:
         let data = (try? JSONSerialization.data(withJSONObject: o, options: [.sortedKeys])) ?? Data()
         return String(decoding: data, as: UTF8.self)

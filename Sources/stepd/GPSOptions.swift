@@ -33,7 +33,8 @@ struct GPSOptions: ParsableArguments {
     /// The gpsd source (nil with --no-gps), after writing the track and visit settings into `location`.
     func makeSource(configuring location: inout LocationConfiguration) throws -> GPSDSource? {
         let parsed = try GPSDAddress(parsing: address)
-        location.gpsd = disabled ? "disabled" : parsed.description
+        location.gpsd = parsed.description
+        location.enabled = !disabled
         location.track.maximumEphMeters = maximumEphMeters
         location.visits.radiusMeters = visitRadiusMeters
         location.visits.minimumStaySeconds = visitMinimumStaySeconds

@@ -74,3 +74,47 @@ struct LocationNoise {
         low + (high - low) * Double(next() >> 11) / Double(1 << 53)
     }
 }
+
+final class LocationStrideStretchTests: XCTestCase {
+    private let t0 = FixFactory.t0
+
+    func testStretchCompletesAfterTwoHundredMetresWithTheStepsTakenMeanwhile() {
+        var stretch = StrideStretch()
+        XCTAssertNil(stretch.add(fixTime: t0, ephMeters: 5, trackDistanceMeters: 10, steps: 100))
+        XCTAssertNil(stretch.add(fixTime: t0 + 4, ephMeters: 5, trackDistanceMeters: 150, steps: 300))
+        XCTAssertNil(stretch.add(fixTime: t0 + 8, ephMeters: 5, trackDistanceMeters: 205, steps: 380))
+        let done = stretch.add(fixTime: t0 + 12, ephMeters: 5, trackDistanceMeters: 215, steps: 400)
+        XCTAssertEqual(done?.meters ?? 0, 205, accuracy: 1e-9)
+        XCTAssertEqual(done?.steps, 300)
+    }
+
+    func testStretchBreaksOnAPoorFixOrAGap() {
+        var stretch = StrideStretch()
+        var t = t0
+        _ = stretch.add(fixTime: t, ephMeters: 5, trackDistanceMeters: 0, steps: 0)
+        for i in 1...100 {
+            t = t0 + Double(i)
+            let done = stretch.add(fixTime: t, ephMeters: 5, trackDistanceMeters: Double(i) * 2.5, steps: i * 3)
+            if i < 80 { XCTAssertNil(done) }
+            if i == 80 {
+                XCTAssertEqual(done?.meters ?? 0, 200, accuracy: 1e-9)
+                XCTAssertEqual(done?.steps, 240)
+            }
+        }
+        // A poor fix drops the stretch under way; so does a gap.
+        XCTAssertNil(stretch.add(fixTime: t + 1, ephMeters: 20, trackDistanceMeters: 400, steps: 400))
+        XCTAssertNil(stretch.add(fixTime: t + 2, ephMeters: 5, trackDistanceMeters: 401, steps: 401))
+        XCTAssertNil(stretch.add(fixTime: t + 20, ephMeters: 5, trackDistanceMeters: 700, steps: 700))
+        XCTAssertNil(stretch.add(fixTime: t + 21, ephMeters: 5, trackDistanceMeters: 701, steps: 701))
+        let done = stretch.add(fixTime: t + 22, ephMeters: 5, trackDistanceMeters: 901, steps: 1000)
+        XCTAssertEqual(done?.meters ?? 0, 201, accuracy: 1e-9)
+        XCTAssertEqual(done?.steps, 300)
+    }
+
+    func testStepCountResetStartsANewStretch() {
+        var stretch = StrideStretch()
+        _ = stretch.add(fixTime: t0, ephMeters: 5, trackDistanceMeters: 0, steps: 500)
+        XCTAssertNil(stretch.add(fixTime: t0 + 1, ephMeters: 5, trackDistanceMeters: 300, steps: 10))
+        XCTAssertNotNil(stretch.add(fixTime: t0 + 2, ephMeters: 5, trackDistanceMeters: 500, steps: 300))
+    }
+}

@@ -8,9 +8,12 @@ extension Engine: FixSink {
     public func receive(fix: Fix) {
         queue.async { [self] in
             let before = locationTracker.state
-            let events = locationTracker.receive(fix)
+            let events = locationTracker.receive(fix, steps: snapshot.steps)
             logGPSTransition(from: before)
             publishLocation()
+            if let stretch = locationTracker.takeCompletedStretch() {
+                calibrateStride(gpsDistanceMeters: stretch.meters, steps: stretch.steps)
+            }
             guard !events.isEmpty else { return }
             let handlers = eventHandlers.withLockedValue { $0 }
             for event in events {

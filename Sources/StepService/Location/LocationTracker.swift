@@ -8,6 +8,9 @@ public struct LocationConfiguration: Sendable {
     public var gpsd = GPSDAddress().description
     public var track = TrackBuilder.Configuration()
     public var visits = VisitDetector.Configuration()
+    public var strideStretch = StrideStretch.Configuration()
+    /// False with --no-gps: STATUS says so instead of waiting for gpsd.
+    public var enabled = true
     public init() {}
 }
 
@@ -38,6 +41,9 @@ struct LocationTracker {
     private var gate = FixGate()
     private(set) var track: TrackBuilder
     private(set) var visits: VisitDetector
+    private var stretch: StrideStretch
+    /// A stretch walked under a good fix since the last one was taken: for the stride calibration.
+    private(set) var completedStretch: (meters: Double, steps: Int)?
     private var current: Fix?
     private var connected = false
     private var lastReportHadPosition = false
@@ -53,6 +59,14 @@ struct LocationTracker {
         self.configuration = configuration
         track = TrackBuilder(configuration: configuration.track)
         visits = VisitDetector(configuration: configuration.visits)
+        stretch = StrideStretch(configuration: configuration.strideStretch)
+        if !configuration.enabled { lastError = "GPS disabled (--no-gps)" }
+    }
+
+    /// The stretch completed by the last fix, once.
+    mutating func takeCompletedStretch() -> (meters: Double, steps: Int)? {
+        defer { completedStretch = nil }
+        return completedStretch
     }
 
     /// The GPS state for STATUS.
@@ -76,8 +90,8 @@ struct LocationTracker {
         }
     }
 
-    /// Takes one report from gpsd; returns the events it caused.
-    mutating func receive(_ fix: Fix) -> [LocationEvent] {
+    /// Takes one report from gpsd, with the step count now; returns the events it caused.
+    mutating func receive(_ fix: Fix, steps: Int = 0) -> [LocationEvent] {
         lastReportHadPosition = fix.hasPosition
         switch gate.judge(fix) {
         case .accepted:
@@ -86,6 +100,8 @@ struct LocationTracker {
             current = fix
             // Visits use the same fixes as the track: a stay is not judged from 100 m-wide guesses.
             guard track.add(fix) else { return [.position(fix)] }
+            completedStretch = stretch.add(fixTime: fix.time!, ephMeters: fix.ephMeters,
+                                           trackDistanceMeters: track.distanceMeters, steps: steps)
             return visits.add(fix).map { event -> LocationEvent in
                 switch event {
                 case .began(let v), .ended(let v): return .visit(v)

@@ -92,3 +92,18 @@ final class LocationVisitTests: XCTestCase {
         }
     }
 }
+
+final class LocationVisitMemoryTests: XCTestCase {
+    func testLongStayKeepsBoundedFixesAndStillEndsAtTheRightTime() {
+        var configuration = VisitDetector.Configuration()
+        configuration.maximumCandidateFixes = 1000
+        var detector = VisitDetector(configuration: configuration)
+        var events: [VisitDetector.Event] = []
+        for i in 0..<5000 { events += detector.add(FixFactory.fix(second: Double(i), east: Double(i % 3) * 0.5)) }
+        for i in 1...100 { events += detector.add(FixFactory.fix(second: 4999 + Double(i), east: Double(i) * 1.4)) }
+        XCTAssertEqual(events.count, 2)
+        guard case .ended(let v)? = events.last else { return XCTFail("no visit ended") }
+        XCTAssertEqual(v.arrival, FixFactory.t0)
+        XCTAssertEqual(v.departure!.timeIntervalSince(FixFactory.t0), 4999, accuracy: 2)
+    }
+}

@@ -22,6 +22,9 @@ public struct VisitDetector: Sendable {
         public var settleMinimumMeters = 3.0
         /// Visits kept for `visits`, oldest dropped first.
         public var maximumVisits = 1000
+        /// Fixes kept for the stay under way; beyond this every other one is dropped (a day at 1 Hz
+        /// would be 86 400), which keeps the median and the first and last fix.
+        public var maximumCandidateFixes = 20_000
         public init() {}
     }
 
@@ -72,6 +75,7 @@ public struct VisitDetector: Sendable {
         candidate.append(sample)
         sumEast += sample.east
         sumNorth += sample.north
+        if candidate.count > configuration.maximumCandidateFixes { thinCandidate() }
         if openVisit {
             visits[visits.count - 1].fixCount += 1
         } else if let began = confirmStay() {
@@ -81,6 +85,13 @@ public struct VisitDetector: Sendable {
     }
 
     // MARK: Private
+
+    private mutating func thinCandidate() {
+        let last = candidate.last!
+        candidate = stride(from: 0, to: candidate.count - 1, by: 2).map { candidate[$0] } + [last]
+        sumEast = candidate.reduce(0) { $0 + $1.east }
+        sumNorth = candidate.reduce(0) { $0 + $1.north }
+    }
 
     private mutating func restart(at coordinate: Coordinate, time: Date) {
         origin = coordinate

@@ -22,3 +22,57 @@ test: setup
 
 clean:
 	rm -rf .build
+
+# Installation: `make build && sudo make install`; packagers add DESTDIR=/path/to/staging.
+# Units, udev rules and sysusers go where systemd looks for a prefix's files ($(PREFIX)/lib/...);
+# the configuration lives in /etc whatever the prefix, as stepd.service reads it there.
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR ?= $(PREFIX)/bin
+DATADIR ?= $(PREFIX)/share
+MANDIR ?= $(DATADIR)/man
+SYSCONFDIR ?= /etc
+LIBDIR_SYSTEMD ?= $(PREFIX)/lib
+UNITDIR ?= $(LIBDIR_SYSTEMD)/systemd/system
+SYSUSERSDIR ?= $(LIBDIR_SYSTEMD)/sysusers.d
+UDEVRULESDIR ?= $(LIBDIR_SYSTEMD)/udev/rules.d
+BUILT ?= .build/$(CONFIG)
+INSTALL ?= install
+
+.PHONY: install uninstall
+
+install:
+	@test -x $(BUILT)/stepd -a -x $(BUILT)/stepctl || { echo "make install: no binaries in $(BUILT); run 'make build' (or pass CONFIG=debug)" >&2; exit 1; }
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(UDEVRULESDIR) \
+		$(DESTDIR)$(DATADIR)/stepd $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSCONFDIR)/stepd
+	$(INSTALL) -m 0755 $(BUILT)/stepd $(BUILT)/stepctl $(DESTDIR)$(BINDIR)/
+	for unit in stepd.service stepd.socket; do \
+		sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' systemd/$$unit > $(DESTDIR)$(UNITDIR)/$$unit.tmp && \
+		chmod 0644 $(DESTDIR)$(UNITDIR)/$$unit.tmp && mv $(DESTDIR)$(UNITDIR)/$$unit.tmp $(DESTDIR)$(UNITDIR)/$$unit || exit 1; \
+	done
+	$(INSTALL) -m 0644 systemd/stepd.sysusers $(DESTDIR)$(SYSUSERSDIR)/stepd.conf
+	$(INSTALL) -m 0644 udev/60-stepd.rules $(DESTDIR)$(UDEVRULESDIR)/60-stepd.rules
+	$(INSTALL) -m 0644 udev/81-stepd-no-sensor-proxy.rules.example $(DESTDIR)$(DATADIR)/stepd/
+	$(INSTALL) -m 0644 data/walk-inhand.csv.gz data/README.md $(DESTDIR)$(DATADIR)/stepd/
+	$(INSTALL) -m 0644 docs/man/stepd.8 $(DESTDIR)$(MANDIR)/man8/stepd.8
+	$(INSTALL) -m 0644 docs/man/stepctl.1 $(DESTDIR)$(MANDIR)/man1/stepctl.1
+	$(INSTALL) -m 0644 docs/stepd.conf.example $(DESTDIR)$(SYSCONFDIR)/stepd/stepd.conf.example
+	# An existing stepd.conf is the administrator's: never overwrite it.
+	test -e $(DESTDIR)$(SYSCONFDIR)/stepd/stepd.conf || $(INSTALL) -m 0644 docs/stepd.conf.example $(DESTDIR)$(SYSCONFDIR)/stepd/stepd.conf
+	@if [ -z "$(DESTDIR)" ]; then \
+		echo "Installed. To start: systemd-sysusers; udevadm control --reload; systemctl daemon-reload;"; \
+		echo "  systemctl enable --now stepd.socket stepd.service   (see docs/service.md)"; fi
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/stepd $(DESTDIR)$(BINDIR)/stepctl
+	rm -f $(DESTDIR)$(UNITDIR)/stepd.service $(DESTDIR)$(UNITDIR)/stepd.socket
+	rm -f $(DESTDIR)$(SYSUSERSDIR)/stepd.conf $(DESTDIR)$(UDEVRULESDIR)/60-stepd.rules
+	rm -f $(DESTDIR)$(DATADIR)/stepd/81-stepd-no-sensor-proxy.rules.example
+	rm -f $(DESTDIR)$(DATADIR)/stepd/walk-inhand.csv.gz $(DESTDIR)$(DATADIR)/stepd/README.md
+	-rmdir $(DESTDIR)$(DATADIR)/stepd
+	rm -f $(DESTDIR)$(MANDIR)/man8/stepd.8 $(DESTDIR)$(MANDIR)/man1/stepctl.1
+	# stepd.conf stays if the administrator changed it; the history in /var/lib/stepd always stays.
+	if cmp -s $(DESTDIR)$(SYSCONFDIR)/stepd/stepd.conf $(DESTDIR)$(SYSCONFDIR)/stepd/stepd.conf.example; then \
+		rm -f $(DESTDIR)$(SYSCONFDIR)/stepd/stepd.conf; fi
+	rm -f $(DESTDIR)$(SYSCONFDIR)/stepd/stepd.conf.example
+	-rmdir $(DESTDIR)$(SYSCONFDIR)/stepd

@@ -13,6 +13,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // Thin C shims: translate libiio / libgps / zlib into plain functions and structs, no logic.
@@ -34,6 +35,7 @@ let package = Package(
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "GRDB", package: "GRDB.swift"),
         ], path: "Sources/StepService"),
 
         .executableTarget(name: "stepd", dependencies: [
@@ -47,6 +49,7 @@ let package = Package(
         ], path: "Sources/stepctl"),
 
         .testTarget(name: "StepProcessingTests", dependencies: ["StepProcessing"], path: "Tests/StepProcessingTests"),
+        .testTarget(name: "StepServiceTests", dependencies: ["StepProtocol", "StepService", .product(name: "GRDB", package: "GRDB.swift")], path: "Tests/StepServiceTests"),
         .testTarget(name: "StepdIntegrationTests", dependencies: ["StepProtocol", "StepAcquisition"],
                     path: "Tests/StepdIntegrationTests"),
     ]

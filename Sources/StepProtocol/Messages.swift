@@ -55,6 +55,8 @@ public struct StatusMessage: Codable, Sendable {
     public var dropped_watchers: Int
     /// The gravity estimate in the board's axes (m/s^2), once samples have arrived.
     public var gravity: [Double]?
+    /// The history database; absent when the daemon runs without one.
+    public var store: StoreStatusMessage?
     /// The link to gpsd and the fix (LocationMessages.swift).
     public var gps: GPSStatus?
     public var id: JSONValue?
@@ -186,23 +188,6 @@ public enum WatchClass: String, CaseIterable, Sendable {
     case pedometer = "PEDOMETER"
     case activity = "ACTIVITY"
     case motion = "MOTION"
-}
-
-/// ISO-8601 with milliseconds, in UTC, as in gpsd's TPV time.
-public enum Timestamp {
-    public static func string(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: date)
-    }
-
-    public static func date(_ text: String) -> Date? {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let d = formatter.date(from: text) { return d }
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.date(from: text)
-    }
 }
 
 /// Encodes a message as one protocol line (JSON without pretty printing, then a newline).

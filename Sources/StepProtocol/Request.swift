@@ -9,6 +9,7 @@ public enum RequestError: Error, Equatable, CustomStringConvertible {
     case badField(name: String, expected: String)
     case tooLong(limit: Int)
     case notPermitted(command: String)
+    case nestedTooDeeply(limit: Int)
 
     public var description: String {
         switch self {
@@ -18,6 +19,7 @@ public enum RequestError: Error, Equatable, CustomStringConvertible {
         case .unknownCommand(let c): return "unknown command \"\(c)\"; known: \(Request.Command.allCases.map(\.rawValue).joined(separator: ", "))"
         case .badField(let name, let expected): return "field \"\(name)\" must be \(expected)"
         case .tooLong(let limit): return "request line longer than \(limit) bytes, discarded"
+        case .nestedTooDeeply(let limit): return "request nests arrays or objects more than \(limit) deep"
         case .notPermitted(let command):
             return "\"\(command)\" is not permitted: only root, the daemon's user or its admin group may do it"
         }
@@ -27,7 +29,7 @@ public enum RequestError: Error, Equatable, CustomStringConvertible {
 /// One request line: `{"cmd": "...", "id": any, ...}`.
 public struct Request: Sendable {
     public enum Command: String, CaseIterable, Sendable {
-        case status, steps, reset, watch
+        case status, steps, reset, watch, history
         case position, track, visits  // Location: see LocationMessages.swift
     }
 
@@ -42,13 +44,35 @@ public struct Request: Sendable {
         self.fields = fields
     }
 
+    /// No request needs more; a deeper one is refused before parsing, so that it cannot exhaust the stack.
+    public static let maximumNesting = 16
+
     public static func parse(_ line: Data) throws -> Request {
+        guard nestingDepth(line) <= maximumNesting else { throw RequestError.nestedTooDeeply(limit: maximumNesting) }
         let value: JSONValue
         do { value = try JSONDecoder().decode(JSONValue.self, from: line) } catch { throw RequestError.notJSON }
         guard case .object(let object) = value else { throw RequestError.notAnObject }
         guard let name = object["cmd"]?.stringValue else { throw RequestError.missingCommand }
         guard let command = Command(rawValue: name) else { throw RequestError.unknownCommand(name) }
         return Request(command: command, id: object["id"], fields: object)
+    }
+
+    /// The deepest nesting of brackets and braces outside strings.
+    static func nestingDepth(_ bytes: Data) -> Int {
+        var depth = 0, deepest = 0, inString = false, escaped = false
+        for byte in bytes {
+            if inString {
+                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""): inString = true
+            case UInt8(ascii: "["), UInt8(ascii: "{"): depth += 1; deepest = max(deepest, depth)
+            case UInt8(ascii: "]"), UInt8(ascii: "}"): depth -= 1
+            default: break
+            }
+        }
+        return deepest
     }
 
     public func bool(_ name: String) throws -> Bool? {

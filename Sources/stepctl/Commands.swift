@@ -20,6 +20,11 @@ struct Status: ParsableCommand {
              + "\(o["samples_in"] ?? 0) samples in, \(o["samples_out"] ?? 0) out")
         emit("clients:  \(o["clients"] ?? 0)")
         emit("gps:      \(describe(gps: o["gps"] as? [String: Any]))")
+        if let store = o["store"] as? [String: Any] {
+            var state = store["state"] as? String ?? "-"
+            if let error = store["error"] as? String { state += " (\(error))" }
+            emit("store:    \(store["path"] ?? "-"): \(state), keeps \(store["retention_days"] ?? "-") days")
+        }
     }
 }
 
@@ -35,9 +40,12 @@ struct Steps: ParsableCommand {
 }
 
 func printSteps(_ o: [String: Any]) {
-    emit("\(o["steps"] ?? 0) steps since \(o["since"] ?? "-")")
+    emit("\(o["steps"] ?? 0) steps since \(o["since"] ?? "-") (\(o["activity"] ?? "-"))")
     emit("cadence \(number(o["cadence_spm"], decimals: 0)) steps/min, distance \(number(o["distance_m"])) m "
-         + "(detector \(o["detector"] ?? "-"))")
+         + "(stride \(number(o["stride_m"], decimals: 2)) m, detector \(o["detector"] ?? "-"))")
+    if let pace = o["average_active_pace_s_per_m"] as? Double { emit(String(format: "average active pace %.2f s/m", pace)) }
+    if let up = o["floors_ascended"] as? Int { emit("floors: \(up) up, \(o["floors_descended"] ?? 0) down") }
+    if let hardware = o["hardware_steps"] as? Int { emit("sensor's own step counter: \(hardware)") }
 }
 
 struct Reset: ParsableCommand {
@@ -76,10 +84,21 @@ struct Watch: ParsableCommand {
 
 /// One readable line for an event; unknown classes are shown as their JSON.
 func describe(event o: [String: Any]) -> String {
+    let time = o["time"] as? String ?? o["end"] as? String ?? "-"
     switch o["class"] as? String {
-    case "STEP": return "\(o["time"] ?? "-")  step \(o["steps"] ?? 0)"
-    case "POSITION": return "position  \(describe(position: o))"
-    case "VISIT": return "visit  \(describe(visit: o))"
+    case "STEP": return "\(time)  STEP       step \(o["steps"] ?? 0)"
+    case "POSITION": return "\(time)  POSITION   \(describe(position: o))"
+    case "VISIT": return "\(o["departure"] as? String ?? o["arrival"] as? String ?? "-")  VISIT      \(describe(visit: o))"
+    case "ACTIVITY": return "\(time)  ACTIVITY   \(o["state"] ?? "-")"
+    case "PEDOMETER":
+        var line = "\(time)  PEDOMETER  \(o["steps"] ?? 0) steps, \(number(o["distance_m"])) m, "
+            + "\(number(o["current_cadence_spm"], decimals: 0)) steps/min"
+        if let pace = o["current_pace_s_per_m"] as? Double { line += String(format: ", pace %.2f s/m", pace) }
+        if let up = o["floors_ascended"] as? Int { line += ", floors +\(up)/-\(o["floors_descended"] ?? 0)" }
+        return line
+    case "MOTION":
+        return "\(time)  MOTION     vertical \(number(o["vertical_accel"], decimals: 2)) m/s², pitch \(number(o["pitch_deg"]))°, "
+            + "roll \(number(o["roll_deg"]))°, vibration \(number(o["vibration_rms"], decimals: 3)) m/s²"
     default:
         let data = (try? JSONSerialization.data(withJSONObject: o, options: [.sortedKeys])) ?? Data()
         return String(decoding: data, as: UTF8.self)

@@ -32,11 +32,20 @@ struct Run: ParsableCommand {
     @Option(help: "The most clients connected at once; the next one gets an ERROR and is closed.")
     var maxClients: Int = 256
 
+    @Option(help: "A watcher that leaves more than this many KiB unread is dropped.")
+    var maxUnsentKib: Int = 256
+
     @Option(help: "A group whose members may reset the count (root and the daemon's own user always may).")
     var adminGroup: String?
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
+
+    @OptionGroup(title: "IIO accelerometer")
+    var iio: IIOOptions
+
+    // stepd.conf, the state directory, retention (ServiceOptions.swift); flags override the file.
+    @OptionGroup var service: ServiceOptions
 
     @OptionGroup(title: "Position (gpsd)") var gps: GPSOptions
 
@@ -47,10 +56,13 @@ struct Run: ParsableCommand {
         }
         guard speed > 0, speed.isFinite else { throw ValidationError("--speed must be a positive number") }
         guard (0.5...2.5).contains(height) else { throw ValidationError("--height must be in metres, between 0.5 and 2.5") }
+        guard maxUnsentKib > 0 else { throw ValidationError("--max-unsent-kib must be at least 1") }
         guard maxClients > 0 else { throw ValidationError("--max-clients must be at least 1") }
     }
 
-    func run() throws {
+    mutating func run() throws {
+        if iio.listDevices { return try iio.listAccelerometers() }
+        try applyConfigurationFile()
         let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -64,6 +76,8 @@ struct Run: ParsableCommand {
         engineConfiguration.heightMeters = height
         let gpsSource = try gps.makeSource(configuring: &engineConfiguration.location)
         let engine = Engine(configuration: engineConfiguration)
+        let runtime = ServiceRuntime(options: service, engine: engine, logger: logger)
+        runtime.openStore()
 
         let source: SampleSource
         do {
@@ -72,12 +86,17 @@ struct Run: ParsableCommand {
             throw ValidationError("\(error)")
         }
 
-        let socketPath = try socket ?? DaemonSocket.choose(logger: logger)
+        let passed = try runtime.passedSocket()
+        let socketPath = try passed.map { $0.path ?? "(passed by systemd)" } ?? socket ?? DaemonSocket.choose(logger: logger)
         var serverConfiguration = ProtocolServer.Configuration(socketPath: socketPath)
         serverConfiguration.maximumClients = maxClients
         serverConfiguration.adminGroup = adminGroup
+        serverConfiguration.maximumUnsentBytes = maxUnsentKib * 1024
         let server = ProtocolServer(configuration: serverConfiguration, engine: engine)
-        do { try server.start() } catch { throw ValidationError("\(error)") }
+        server.store = runtime.store
+        do {
+            if let passed { try server.start(adoptingListeningSocket: passed.descriptor) } else { try server.start() }
+        } catch { throw ValidationError("\(error)") }
 
         engine.attach(source: source)
         source.start(sink: engine)
@@ -87,17 +106,19 @@ struct Run: ParsableCommand {
         print("stepd: try   stepctl --socket \(socketPath) steps")
         print("stepd:  or   echo '{\"cmd\":\"steps\"}' | socat - UNIX-CONNECT:\(socketPath)")
         fflush(stdout)
+        runtime.notifyReady(server: server)
 
         ShutdownHandler.install(logger: logger) {
             source.stop()
             gpsSource?.stop()
-            engine.drain()
+            runtime.stop()
             server.stop()
         }
         dispatchMain()
     }
 
     private func chooseSource(logger: Logger) throws -> SampleSource {
+        if let accelerometer = iio.source(replayGiven: replay != nil, logger: logger) { return accelerometer }
         if let replay {
             return try ReplaySource(path: replay, speed: speed, loop: loop)
         }

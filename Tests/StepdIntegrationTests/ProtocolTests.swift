@@ -96,6 +96,8 @@ final class ProtocolTests: XCTestCase {
             (#"{"cmd":"watch","enable":"yes"}"#, "\"enable\""),
             (#"{"cmd":"watch","classes":["NOPE"]}"#, "\"classes\""),
             ("{\"cmd\":\"steps\"", "not valid JSON"),
+            (String(repeating: "[", count: 3000), "nests"),
+            (#"{"cmd":"steps","id":"# + String(repeating: "{\"a\":", count: 100) + "1" + String(repeating: "}", count: 101), "nests"),
         ]
         for (line, expected) in cases {
             try client.sendLine(line)

@@ -1,58 +1,88 @@
-/// The default detector: the acceleration magnitude band-passed to the band of walking cadence, and a step
-/// at each peak that stands above an adaptive threshold and comes no sooner than a step can follow a step.
+/// The default detector: the acceleration magnitude band-passed to walking cadence, its oscillations found
+/// with an adaptive hysteresis, and counted as steps only inside a confirmed walking bout.
+///
+/// Stages (see docs/step-detection.md for the why and the measured figures):
+/// 1. magnitude |a|: independent of how the device is held or carried;
+/// 2. band-pass 0.8–2.5 Hz (second-order Butterworth high-pass and low-pass): walking cadence is 1.4–2.5 steps
+///    per second, gravity and posture changes lie below, impacts and hand tremor above;
+/// 3. `GaitCycleFinder`: one oscillation per footfall, with a hysteresis that scales with the signal;
+/// 4. `WalkingBout`: six regular, similar cycles confirm a bout and are counted retroactively; later cycles
+///    count at once while the rhythm lasts.
+///
+/// Causal and streaming, O(1) work and fixed memory per sample. Inside a bout a step is reported when its
+/// cycle ends, about half a step period after the stamped instant (0.2–0.4 s at usual cadences); the first six
+/// steps of a bout are reported together when the sixth ends.
 public final class PeakStepDetector: StepDetector {
-    public let name = "peak"
-    private let sampleRateHz: Double
-    private var highPass: Biquad
-    private var lowPass: Biquad
-    private var started = false
-    // The last two filtered values, to find a local maximum at the middle one.
-    private var previous = 0.0, beforePrevious = 0.0
-    private var lastStepTime = -Double.infinity
-    /// A running estimate of recent peak height, so the threshold follows gentle and vigorous walking alike.
-    private var peakLevel = 0.0
+    public struct Configuration: Sendable, Equatable {
+        public var sampleRateHz: Double = 60
+        /// Below the slowest walking cadence (about 1.2 steps per second gives energy down to 1 Hz).
+        public var highPassHz: Double = 0.8
+        /// Above the fastest walking cadence (2.5 steps per second), below heel-strike transients.
+        public var lowPassHz: Double = 2.5
+        public var cycles = GaitCycleFinder.Configuration()
+        public var bout = WalkingBout.Configuration()
 
-    /// Human steps come at most about 4 per second (running sprint cadence, 240 spm).
-    static let minimumStepInterval = 0.25
-    /// Below this the signal is sensor noise and handling, not a footfall (m/s^2).
-    static let floor = 0.6
-
-    public init(sampleRateHz: Double = 60) {
-        self.sampleRateHz = sampleRateHz
-        // Walking cadence lies between about 1 and 3 steps per second.
-        highPass = .highPass(cutoffHz: 0.8, sampleRateHz: sampleRateHz)
-        lowPass = .lowPass(cutoffHz: 3.5, sampleRateHz: sampleRateHz)
+        public init(sampleRateHz: Double = 60) { self.sampleRateHz = sampleRateHz }
     }
 
+    public let name = "peak"
+    public let configuration: Configuration
+    /// All mutable state in one value, so the per-sample path makes one access to the object, not five.
+    private var chain: Chain
+
+    public init(configuration: Configuration = .init()) {
+        self.configuration = configuration
+        chain = Chain(configuration: configuration)
+    }
+
+    public convenience init(sampleRateHz: Double) {
+        self.init(configuration: Configuration(sampleRateHz: sampleRateHz))
+    }
+
+    /// Whether the detector is inside a confirmed walking bout.
+    public var isWalking: Bool { chain.bout.isWalking }
+
     public func process(_ sample: Sample, steps: inout [Double]) {
-        let magnitude = sample.acceleration.magnitude
-        if !started {
-            highPass.settle(at: magnitude)
-            lowPass.settle(at: 0)
-            started = true
-        }
-        let value = lowPass.apply(highPass.apply(magnitude))
-        let period = 1 / sampleRateHz
-        let peakTime = sample.time - period
-        if previous > beforePrevious && previous >= value {
-            let threshold = max(Self.floor, 0.5 * peakLevel)
-            if previous > threshold && peakTime - lastStepTime >= Self.minimumStepInterval {
-                steps.append(peakTime)
-                lastStepTime = peakTime
-                peakLevel += (previous - peakLevel) * 0.25
-            }
-        }
-        // Forget vigour slowly, so that a pause followed by gentle steps is not missed for long.
-        peakLevel *= 1 - period / 3
-        beforePrevious = previous
-        previous = value
+        chain.process(sample, steps: &steps)
     }
 
     public func reset() {
-        started = false
-        previous = 0; beforePrevious = 0
-        lastStepTime = -.infinity
-        peakLevel = 0
-        highPass.reset(); lowPass.reset()
+        chain = Chain(configuration: configuration)
+    }
+
+    struct Chain {
+        var highPass: Biquad
+        var lowPass: Biquad
+        var finder: GaitCycleFinder
+        var bout: WalkingBout
+        var lastTime = -Double.infinity
+        let restartAfterSeconds: Double
+
+        init(configuration: Configuration) {
+            highPass = .highPass(cutoffHz: configuration.highPassHz, sampleRateHz: configuration.sampleRateHz)
+            lowPass = .lowPass(cutoffHz: configuration.lowPassHz, sampleRateHz: configuration.sampleRateHz)
+            finder = GaitCycleFinder(configuration: configuration.cycles, sampleRateHz: configuration.sampleRateHz)
+            bout = WalkingBout(configuration: configuration.bout)
+            // The resampler restarts its grid after a gap; more than two missing grid points means a new signal.
+            restartAfterSeconds = 2.5 / configuration.sampleRateHz
+        }
+
+        mutating func process(_ sample: Sample, steps: inout [Double]) {
+            let magnitude = sample.acceleration.magnitude
+            if sample.time - lastTime > restartAfterSeconds || sample.time < lastTime {
+                // First sample, or the stream resumed after a gap: start the filters as if this value had
+                // always been there, and forget the rhythm of a walk that may be long over.
+                highPass.settle(at: magnitude)
+                lowPass.settle(at: 0)
+                finder.reset()
+                bout.reset()
+            }
+            lastTime = sample.time
+            let value = lowPass.apply(highPass.apply(magnitude))
+            if let cycle = finder.process(value, time: sample.time) {
+                bout.take(cycle, steps: &steps)
+            }
+            bout.advance(to: sample.time)
+        }
     }
 }

@@ -8,7 +8,7 @@ import StepProcessing
 /// The processing engine. It owns the pipeline and the count on one serial dispatch queue: sources hand
 /// samples over from their own threads, and everything that changes state runs on `queue`. Readers (the
 /// socket server) see only the snapshot the queue publishes after each batch.
-public final class Engine: SampleSink, @unchecked Sendable {
+public final class Engine: HardwareStepSink, @unchecked Sendable {
     public struct Configuration: Sendable {
         public var detector: StepDetectorKind = .default
         public var rateHz: Double = 60
@@ -31,6 +31,7 @@ public final class Engine: SampleSink, @unchecked Sendable {
     private var stride: StrideModel
     private var motion: MotionEstimator
     private var lastMotion: MotionEstimate?
+    private var hardwareSteps: Int?
     private var floors: FloorCounter?
     private var lastSampleTime = 0.0
     private var lastSampleWall = Date()
@@ -40,12 +41,17 @@ public final class Engine: SampleSink, @unchecked Sendable {
     private var rateInHz = 0.0
     private var source: (kind: String, description: String, state: SourceState) = ("none", "", .starting)
 
+    private var idleTimer: DispatchSourceTimer?
+
     private let published: NIOLockedValueBox<EngineSnapshot>
     // Position (Location/Engine+Location.swift): owned by `queue`, published apart from the step snapshot.
     var locationTracker: LocationTracker
     let publishedLocation = NIOLockedValueBox(LocationSnapshot())
     let eventHandlers = NIOLockedValueBox<[@Sendable (EngineEvent) -> Void]>([])
     private let motionWanted = NIOLockedValueBox(false)
+    /// Steps taken over from the store at start (see `restore`); zero after a reset.
+    private var restoredSteps = 0
+    private let resetHandlers = NIOLockedValueBox<[@Sendable (Date) -> Void]>([])
 
     public init(configuration: Configuration = .init(), logger: Logger = Logger(label: "stepd.engine")) {
         self.configuration = configuration
@@ -61,6 +67,33 @@ public final class Engine: SampleSink, @unchecked Sendable {
         published = NIOLockedValueBox(snapshot)
         locationTracker = LocationTracker(configuration: configuration.location)
         publishedLocation.withLockedValue { $0 = locationTracker.snapshot }
+        startIdleTimer()
+    }
+
+    deinit { idleTimer?.cancel() }
+
+    /// When samples stop coming (a replay that ended, a device unplugged), walking must still end: once a
+    /// second the queue carries the sample clock on by the wall time that has passed.
+    private func startIdleTimer() {
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + 1, repeating: 1, leeway: .milliseconds(500))
+        timer.setEventHandler { [weak self] in self?.checkIdle() }
+        timer.resume()
+        idleTimer = timer
+    }
+
+    private func checkIdle() {
+        guard activity.state == .walking else { return }
+        let idle = Date().timeIntervalSince(lastSampleWall)
+        guard idle > 1, let (_, pauseStart) = activity.advance(to: lastSampleTime + idle) else { return }
+        let wall = lastSampleWall.addingTimeInterval(pauseStart - lastSampleTime)
+        let handlers = eventHandlers.withLockedValue { $0 }
+        publish()
+        let s = snapshot
+        for handler in handlers {
+            handler(.pedometer(s))
+            handler(.activity(.stationary, time: wall))
+        }
     }
 
     /// The latest published state; cheap, safe from any thread.
@@ -105,6 +138,14 @@ public final class Engine: SampleSink, @unchecked Sendable {
 
     // MARK: Other inputs
 
+    /// The accelerometer's own step counter (IIO in_steps_input), reported beside ours in STEPS.
+    public func hardwareStepsChanged(_ steps: Int) {
+        queue.async { [self] in
+            hardwareSteps = steps
+            publish()
+        }
+    }
+
     /// A barometer reading (kPa): from the first one on, floors are counted.
     public func receive(pressureKilopascal: Double) {
         queue.async { [self] in
@@ -130,13 +171,37 @@ public final class Engine: SampleSink, @unchecked Sendable {
     public func reset(completion: @escaping @Sendable (EngineSnapshot) -> Void) {
         queue.async { [self] in
             steps = 0
+            restoredSteps = 0
             since = Date()
             cadence.reset()
             activity.reset()
             floors?.reset()
             publish()
+            for handler in resetHandlers.withLockedValue({ $0 }) { handler(since) }
             completion(snapshot)
         }
+    }
+
+    // MARK: Persistence and supervision (the store, systemd's watchdog)
+
+    /// Goes on from a count saved by an earlier run; called before the source starts.
+    public func restore(steps: Int, since: Date) {
+        queue.sync {
+            self.steps = steps
+            self.since = since
+            restoredSteps = steps
+            publish()
+        }
+    }
+
+    /// Registers a listener for resets (the new `since`); called on the processing queue, before the reply.
+    public func onReset(_ handler: @escaping @Sendable (Date) -> Void) {
+        resetHandlers.withLockedValue { $0.append(handler) }
+    }
+
+    /// Runs `body` on the processing queue: the watchdog's proof that the queue still drains.
+    public func probe(_ body: @escaping @Sendable () -> Void) {
+        queue.async(execute: body)
     }
 
     /// Waits until every batch handed over so far has been processed (used by shutdown and tests).
@@ -169,16 +234,16 @@ public final class Engine: SampleSink, @unchecked Sendable {
             }
             for handler in handlers { handler(.step(count: steps, time: wall(t))) }
         }
-        var walkingStopped = false
-        if let (_, pauseStart) = activity.advance(to: last.time) {
-            walkingStopped = true
-            for handler in handlers { handler(.activity(.stationary, time: wall(pauseStart))) }
-        }
+        let pause = activity.advance(to: last.time)
         publish()
-        if walkingStopped || (!newSteps.isEmpty && last.time - lastPedometerPush >= 1) {
+        // The final figures of a walk go out before the word that it has stopped.
+        if pause != nil || (!newSteps.isEmpty && last.time - lastPedometerPush >= 1) {
             lastPedometerPush = last.time
             let s = snapshot
             for handler in handlers { handler(.pedometer(s)) }
+        }
+        if let (_, pauseStart) = pause {
+            for handler in handlers { handler(.activity(.stationary, time: wall(pauseStart))) }
         }
     }
 
@@ -208,8 +273,10 @@ public final class Engine: SampleSink, @unchecked Sendable {
         s.distanceMeters = Double(steps) * stride.strideMeters
         s.activity = activity.state
         if cadenceNow > 0 { s.currentPaceSecondsPerMeter = 60 / (cadenceNow * stride.strideMeters) }
-        if activity.activeSeconds > 0, steps > 1 {
-            s.averageActivePaceSecondsPerMeter = activity.activeSeconds / (Double(steps - 1) * stride.strideMeters)
+        // Active time is this run's only: steps restored from the store do not count towards the pace.
+        let timedSteps = steps - restoredSteps
+        if activity.activeSeconds > 0, timedSteps > 1 {
+            s.averageActivePaceSecondsPerMeter = activity.activeSeconds / (Double(timedSteps - 1) * stride.strideMeters)
         }
         s.floorsAscended = floors?.ascended
         s.floorsDescended = floors?.descended
@@ -222,6 +289,7 @@ public final class Engine: SampleSink, @unchecked Sendable {
         s.samplesIn = pipeline.samplesIn
         s.samplesOut = pipeline.samplesOut
         s.motion = lastMotion
+        s.hardwareSteps = hardwareSteps
         published.withLockedValue { $0 = s }
     }
 }

@@ -28,6 +28,8 @@ public struct EngineSnapshot: Sendable {
     public var samplesIn = 0
     public var samplesOut = 0
     public var motion: MotionEstimate?
+    /// The accelerometer's hardware step counter, when it has one.
+    public var hardwareSteps: Int?
 }
 
 /// Something that happened on the processing queue that watchers may want pushed to them.

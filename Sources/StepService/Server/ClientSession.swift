@@ -12,7 +12,4 @@ final class ClientSession {
     var lastMotionSampleTime = -Double.infinity
 
     init(channel: Channel) { self.channel = channel }
-
-    /// A watcher that has let this much output pile up unread is dropped (gpsd does the same).
-    static let maximumUnsentBytes = 256 * 1024
 }

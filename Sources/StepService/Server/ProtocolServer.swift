@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import StepProtocol
@@ -31,6 +32,8 @@ public final class ProtocolServer: @unchecked Sendable {
         public var socketGroup: String? = "stepd"
         public var maximumLineLength = 4096
         public var maximumClients = 256
+        /// A watcher that has let this much output pile up unread in the daemon is dropped (gpsd does the same).
+        public var maximumUnsentBytes = 256 * 1024
         /// Members of this group may `reset`, besides root and the daemon's own user.
         public var adminGroup: String?
         public init(socketPath: String) { self.socketPath = socketPath }
@@ -44,6 +47,11 @@ public final class ProtocolServer: @unchecked Sendable {
     private var channel: Channel?
     let startedAt = Date()
     let access: AccessPolicy
+    private let anyoneWatching = NIOLockedValueBox(false)
+    /// True when systemd handed us the socket: then the socket file is systemd's, not ours to remove.
+    private var adoptedSocket = false
+    /// The history database, when the daemon keeps one; set before `start`.
+    public var store: StepStore?
 
     // Owned by the event loop.
     var sessions: [ObjectIdentifier: ClientSession] = [:]
@@ -61,7 +69,10 @@ public final class ProtocolServer: @unchecked Sendable {
             logger.warning("admin group '\(name)' does not exist; only root and the daemon's user may reset")
         }
         let loop = self.loop
+        let anyoneWatching = self.anyoneWatching
         engine.onEvent { [weak self] event in
+            // With nobody watching, the event loop is not woken at all: a quiet daemon stays quiet.
+            guard anyoneWatching.withLockedValue({ $0 }) else { return }
             loop.execute { self?.broadcast(event) }
         }
     }
@@ -82,12 +93,28 @@ public final class ProtocolServer: @unchecked Sendable {
         logger.info("listening on \(path)")
     }
 
+    /// Serves on a socket that is already bound and listening: systemd's socket activation (LISTEN_FDS).
+    public func start(adoptingListeningSocket descriptor: CInt) throws {
+        adoptedSocket = true
+        do {
+            channel = try bootstrap().withBoundSocket(descriptor).wait()
+        } catch {
+            throw ServerError.cannotBind(path: configuration.socketPath, reason: "adopting descriptor \(descriptor): \(error)")
+        }
+        logger.info("serving the socket systemd passed (\(configuration.socketPath))")
+    }
+
     func bootstrap() -> ServerBootstrap {
         let maximumLineLength = configuration.maximumLineLength
         return ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 256)
+            // A modest kernel buffer, so that what a client leaves unread shows in the daemon's own count soon.
+            .childChannelOption(ChannelOptions.socketOption(.so_sndbuf), value: 64 * 1024)
+            // A client that sends its requests and shuts its side (`echo ... | socat`) still gets the replies
+            // that come later from another queue (reset, history); ClientHandler closes once they are out.
+            .childChannelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
             .childChannelOption(ChannelOptions.writeBufferWaterMark,
-                                value: .init(low: ClientSession.maximumUnsentBytes / 2, high: ClientSession.maximumUnsentBytes))
+                                value: .init(low: configuration.maximumUnsentBytes / 2, high: configuration.maximumUnsentBytes))
             .childChannelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(
@@ -103,7 +130,7 @@ public final class ProtocolServer: @unchecked Sendable {
         try? loop.submit { [self] in
             for session in sessions.values { session.channel.close(promise: nil) }
         }.wait()
-        unlink(configuration.socketPath)
+        if !adoptedSocket { unlink(configuration.socketPath) }
         try? group.syncShutdownGracefully()
     }
 
@@ -140,8 +167,11 @@ public final class ProtocolServer: @unchecked Sendable {
         updateMotionDemand()
     }
 
+    /// Tells the engine and the event hop what is being watched now; call after any change of watches.
     func updateMotionDemand() {
         engine.setMotionWanted(sessions.values.contains { $0.watched.contains(.motion) })
+        let watching = sessions.values.contains { !$0.watched.isEmpty }
+        anyoneWatching.withLockedValue { $0 = watching }
     }
 
     // MARK: Events (on the event loop)
@@ -180,9 +210,10 @@ public final class ProtocolServer: @unchecked Sendable {
     private func deliver(_ data: Data, to session: ClientSession) {
         let channel = session.channel
         guard channel.isActive else { return }
-        guard channel.isWritable else {
+        let unsent = (try? channel.syncOptions?.getOption(ChannelOptions.bufferedWritableBytes)) ?? 0
+        guard unsent <= configuration.maximumUnsentBytes else {
             droppedWatchers += 1
-            logger.warning("dropped a watcher (pid \(session.credentials.map { "\($0.pid)" } ?? "?")): more than \(ClientSession.maximumUnsentBytes) bytes unread")
+            logger.warning("dropped a watcher (pid \(session.credentials.map { "\($0.pid)" } ?? "?")): \(unsent) bytes unread, more than \(configuration.maximumUnsentBytes)")
             session.watched = []
             sessions[ObjectIdentifier(channel)] = nil
             updateMotionDemand()

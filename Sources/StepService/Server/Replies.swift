@@ -11,7 +11,7 @@ enum Replies {
             end: Timestamp.string(max(s.end, s.since)), current_pace_s_per_m: s.currentPaceSecondsPerMeter.map { rounded($0, 3) },
             average_active_pace_s_per_m: s.averageActivePaceSecondsPerMeter.map { rounded($0, 3) },
             stride_m: rounded(s.strideMeters, 3), stride_calibrated: s.strideCalibrated, activity: s.activity.rawValue,
-            floors_ascended: s.floorsAscended, floors_descended: s.floorsDescended, hardware_steps: hardwareSteps, id: id)
+            floors_ascended: s.floorsAscended, floors_descended: s.floorsDescended, hardware_steps: hardwareSteps ?? s.hardwareSteps, id: id)
         message.class = name
         return message
     }

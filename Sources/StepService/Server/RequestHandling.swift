@@ -23,6 +23,8 @@ extension ProtocolServer {
                 }
             case .watch:
                 reply(Wire.line(try watch(request, session: session)))
+            case .history:
+                try history(request, loop: session.channel.eventLoop, reply: reply)
             case .position, .track, .visits:
                 try handleLocation(request, from: session.channel, reply: reply)
             }
@@ -34,13 +36,15 @@ extension ProtocolServer {
     private func status(id: JSONValue?) -> StatusMessage {
         let s = engine.snapshot
         let gravity = s.motion.map { [Replies.rounded($0.gravity.x, 3), Replies.rounded($0.gravity.y, 3), Replies.rounded($0.gravity.z, 3)] }
-        return StatusMessage(release: stepdRelease, uptime_s: Replies.rounded(Date().timeIntervalSince(startedAt), 3),
+        var message = StatusMessage(release: stepdRelease, uptime_s: Replies.rounded(Date().timeIntervalSince(startedAt), 3),
                              source: SourceStatus(kind: s.sourceKind, description: s.sourceDescription,
                                                   state: s.sourceState.name, error: s.sourceState.reason),
                              detector: s.detector, rate_in_hz: Replies.rounded(s.rateInHz, 2), rate_out_hz: s.rateOutHz,
                              samples_in: s.samplesIn, samples_out: s.samplesOut, clients: sessions.count,
-                             dropped_watchers: droppedWatchers, gravity: gravity,
-                             gps: gpsStatus(), id: id)
+                             dropped_watchers: droppedWatchers, gravity: gravity, id: id)
+        message.store = store.map { storeStatus($0.status) }
+        message.gps = gpsStatus()
+        return message
     }
 
     private func watch(_ request: Request, session: ClientSession) throws -> WatchMessage {

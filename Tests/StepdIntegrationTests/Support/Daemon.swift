@@ -17,7 +17,10 @@ final class Daemon {
         FileManager.default.createFile(atPath: logPath, contents: nil)
         let log = FileHandle(forWritingAtPath: logPath)!
         process.executableURL = URL(fileURLWithPath: Binaries.stepd)
-        process.arguments = arguments + ["--socket", socketPath]
+        // Each daemon keeps its history in its own folder, never in /var/lib/stepd, so a count never leaks
+        // from one test (or a previous run) into another.
+        let state = arguments.contains("--state-dir") ? [] : ["--state-dir", self.directory.file("state")]
+        process.arguments = arguments + state + ["--socket", socketPath]
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = log
         process.standardError = log

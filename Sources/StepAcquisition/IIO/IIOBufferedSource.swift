@@ -1,0 +1,159 @@
+import CIIO
+import Foundation
+import Glibc
+import StepProcessing
+
+/// Buffered capture from one IIO accelerometer: the kernel fills a buffer at the sensor's own rate and
+/// the acquisition thread blocks in iio_buffer_refill, a few times a second, never on the processing queue.
+struct IIOBufferedSource {
+    let device: IIODevice
+    let pipelineRateHz: Double
+    /// Refills a second: the buffer (and watermark) holds rate / this many scans. Each refill wakes this
+    /// thread and the processing queue's worker, and each step wakes the socket server's event loop
+    /// (~1.7/s walking), so 1.5 refills keep the whole daemon near 5 wake-ups a second (issue 3) while
+    /// a step still shows within 0.7 s.
+    static let refillsPerSecond = 1.5
+
+    /// Runs until `stop` or a fault; throws the fault (busy, disconnected, ...). Reports `.running` once data flows.
+    func run(sink: SampleSink, stop: IIOStopSignal, hardwareSteps: IIOStepCounter?) throws {
+        let name = device.displayName
+        guard let axes = IIODiscovery.accelerationChannels(of: device) else { throw IIOError.disconnected(device: name) }
+        let timestamp = device.inputChannel("timestamp").flatMap { IIODiscovery.scanFormat($0).is_scan_element ? $0 : nil }
+
+        // Another reader (iio-sensor-proxy) leaves the buffer enabled while it streams; libiio would switch
+        // it off under that reader, so leave it alone and say so.
+        if (try? device.readBufferAttribute("enable")) == "1" {
+            throw IIOError.deviceBusy(device: name, path: "/dev/\(device.id)")
+        }
+
+        let rateHz = try IIODiscovery.configureRate(of: device, pipelineRateHz: pipelineRateHz) ?? pipelineRateHz
+        let clock = configureTimestampClock(hasTimestamp: timestamp != nil)
+        try assignTrigger()
+
+        for channel in device.channels { iio_channel_disable(channel) }
+        for channel in axes { iio_channel_enable(channel) }
+        if let timestamp { iio_channel_enable(timestamp) }
+
+        let scans = max(1, Int((rateHz / Self.refillsPerSecond).rounded(.up)))
+        // A refill that takes four buffer periods (at least 2 s) means the device stalled or went away.
+        let timeoutMs = UInt32(max(2000, 4000 * Double(scans) / rateHz))
+        device.context.setTimeout(milliseconds: timeoutMs)
+
+        var calibration = try IIOCalibration(device: device, channels: axes,
+                                             fullScaleCounts: IIOCalibration.fullScaleCounts(IIODiscovery.scanFormat(axes[0])))
+        var error: Int32 = 0
+        guard let buffer = ciio_device_create_buffer(device.pointer, scans, &error) else {
+            if error == EBUSY { throw IIOError.deviceBusy(device: name, path: "/dev/\(device.id)") }
+            if !device.isPresent || error == ENODEV || error == ENOENT { throw IIOError.disconnected(device: name) }
+            throw IIOError.bufferFailed(device: name, reason: "cannot create a buffer of \(scans) scans: "
+                                        + IIODevice.message(errno: error))
+        }
+        defer { iio_buffer_destroy(buffer) }
+        hardwareSteps?.enable()
+
+        var timeline = IIOTimeline(rateHz: rateHz, clock: clock)
+        var running = false
+        var batch: [Sample] = []
+        batch.reserveCapacity(scans)
+        while !stop.isStopped {
+            let result = stop.whileBlocking(cancel: { iio_buffer_cancel(buffer) }) { ciio_buffer_refill(buffer) }
+            if stop.isStopped { return }
+            if result < 0 {
+                if !device.isPresent || result == -ENODEV { throw IIOError.disconnected(device: name) }
+                if result == -ETIMEDOUT {
+                    sink.sourceStateChanged(.disconnected(reason: "\(name) sends no data (refill timed out); waiting"))
+                    running = false
+                    continue
+                }
+                throw IIOError.bufferFailed(device: name, reason: IIODevice.message(errno: Int32(-result)))
+            }
+            let refillTime = IIOTimeline.monotonicSeconds()
+            let step = ciio_buffer_step(buffer)
+            let end = ciio_buffer_end(buffer)
+            guard var px = ciio_buffer_first(buffer, axes[0]), var py = ciio_buffer_first(buffer, axes[1]),
+                  var pz = ciio_buffer_first(buffer, axes[2]), let end, step > 0 else { continue }
+            var pt = timestamp.flatMap { ciio_buffer_first(buffer, $0) }
+            let count = (end - px) / step
+            batch.removeAll(keepingCapacity: true)
+            for i in 0..<count {
+                let nanoseconds = pt.map { ciio_channel_convert_integer(timestamp!, $0) }
+                let time = timeline.time(ofScan: i, of: count, refilledAt: refillTime, timestampNanoseconds: nanoseconds)
+                let raw = (ciio_channel_convert_integer(axes[0], px), ciio_channel_convert_integer(axes[1], py),
+                           ciio_channel_convert_integer(axes[2], pz))
+                if let sample = calibration.sample(time: time, raw: raw) { batch.append(sample) }
+                px += step; py += step; pz += step
+                pt = pt.map { $0 + step }
+            }
+            if !running {
+                running = true
+                sink.sourceStateChanged(.running)
+            }
+            if !batch.isEmpty { sink.receive(batch) }
+            hardwareSteps?.poll(sink: sink, now: refillTime)
+        }
+    }
+
+    /// Asks for monotonic timestamps (the kernel's default is realtime, which jumps with the wall clock).
+    private func configureTimestampClock(hasTimestamp: Bool) -> IIOTimeline.Clock {
+        guard hasTimestamp else { return .none }
+        guard device.hasAttribute("current_timestamp_clock") else { return .realtime }
+        try? device.writeAttribute("current_timestamp_clock", "monotonic")
+        let clock = (try? device.readAttribute("current_timestamp_clock")) ?? "realtime"
+        return clock == "monotonic" || clock == "monotonic_raw" || clock == "boottime" ? .monotonic : .realtime
+    }
+
+    /// A triggered-buffer driver needs a trigger before the buffer is created; give it its own.
+    private func assignTrigger() throws {
+        guard IIODiscovery.usesTrigger(device) else { return }
+        var current: OpaquePointer?
+        if iio_device_get_trigger(device.pointer, &current) == 0, current != nil { return }
+        guard let own = IIODiscovery.ownTrigger(of: device) else {
+            throw IIOError.bufferFailed(device: device.displayName,
+                                        reason: "it needs a trigger and none named '\(device.name ?? "")-dev…' exists")
+        }
+        let result = iio_device_set_trigger(device.pointer, own.pointer)
+        if result < 0 {
+            throw IIOError.attributeFailed(device: device.displayName, attribute: "trigger/current_trigger",
+                                           reason: IIODevice.message(errno: -result))
+        }
+    }
+}
+
+/// Sample times in seconds on the monotonic clock: from the timestamp channel when there is one, else
+/// spaced by the rate back from the refill instant, chained across refills while they agree.
+struct IIOTimeline {
+    enum Clock { case none, monotonic, realtime }
+    let rateHz: Double
+    let clock: Clock
+    private var last: Double?
+
+    init(rateHz: Double, clock: Clock) {
+        self.rateHz = rateHz
+        self.clock = clock
+    }
+
+    static func monotonicSeconds() -> Double { seconds(CLOCK_MONOTONIC) }
+
+    static func seconds(_ id: clockid_t) -> Double {
+        var ts = timespec()
+        clock_gettime(id, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    mutating func time(ofScan index: Int, of count: Int, refilledAt refill: Double, timestampNanoseconds: Int64?) -> Double {
+        if let ns = timestampNanoseconds, clock != .none {
+            let t = Double(ns) / 1e9
+            // Realtime stamps: move them onto the monotonic clock with the offset measured now.
+            let shifted = clock == .realtime ? t - (Self.seconds(CLOCK_REALTIME) - refill) : t
+            last = shifted
+            return shifted
+        }
+        let period = 1 / rateHz
+        let fromRefill = refill - Double(count - 1 - index) * period
+        let chained = (last ?? -Double.infinity) + period
+        // Keep the even spacing while it stays within half a buffer of the refill clock; else resynchronise.
+        let t = abs(chained - fromRefill) < 0.5 * Double(count) * period ? chained : fromRefill
+        last = t
+        return t
+    }
+}

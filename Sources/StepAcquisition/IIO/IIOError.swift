@@ -1,0 +1,46 @@
+/// Why an IIO accelerometer cannot be read right now, as one sentence a person can act on.
+/// Every case is a state the daemon reports and retries from, never a reason to exit.
+public enum IIOError: Error, Equatable, CustomStringConvertible {
+    /// libiio could not open the context (no IIO subsystem, no iiod at that address).
+    case contextUnavailable(uri: String, reason: String)
+    /// The context has devices, but none with accel_x/y/z input channels.
+    case noAccelerometer(uri: String, found: [String])
+    /// `--device` named something that is not there.
+    case deviceNotFound(selector: String, accelerometers: [String])
+    /// Another reader (iio-sensor-proxy, a second stepd) holds the buffer or the character device.
+    case deviceBusy(device: String, path: String)
+    /// The device went away while we were reading it.
+    case disconnected(device: String)
+    /// An attribute could not be read or written.
+    case attributeFailed(device: String, attribute: String, reason: String)
+    /// An attribute holds something we cannot use.
+    case badAttribute(device: String, attribute: String, value: String, reason: String)
+    /// The buffer could not be created or read.
+    case bufferFailed(device: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .contextUnavailable(let uri, let reason):
+            return "cannot open the IIO context '\(uri)' (\(reason))"
+                + (uri.hasPrefix("local") ? ": no IIO subsystem or no IIO devices on this machine" : "")
+        case .noAccelerometer(let uri, let found):
+            return found.isEmpty
+                ? "no IIO accelerometer at '\(uri)': no IIO devices found"
+                : "no IIO accelerometer at '\(uri)': found only \(found.joined(separator: ", "))"
+        case .deviceNotFound(let selector, let accelerometers):
+            return "no IIO accelerometer named '\(selector)' (by name, label or iio:deviceN); "
+                + (accelerometers.isEmpty ? "there is none" : "there is \(accelerometers.joined(separator: ", "))")
+        case .deviceBusy(let device, let path):
+            return "\(device) is busy: another reader (such as iio-sensor-proxy) holds \(path); "
+                + "see docs/iio.md to give the device to stepd"
+        case .disconnected(let device):
+            return "\(device) disconnected; waiting for it to come back"
+        case .attributeFailed(let device, let attribute, let reason):
+            return "\(device): cannot access \(attribute) (\(reason))"
+        case .badAttribute(let device, let attribute, let value, let reason):
+            return "\(device): \(attribute) = '\(value)' is unusable: \(reason)"
+        case .bufferFailed(let device, let reason):
+            return "\(device): buffered capture failed (\(reason))"
+        }
+    }
+}

@@ -1,0 +1,184 @@
+/// Decides which gait cycles are steps: only those that belong to a walking bout.
+///
+/// Handling a phone, typing, setting it on a table or riding a bus makes oscillations too, but not a run of
+/// several of them at a walking rhythm with a steady size. Cycles are held back until `confirmationSteps` of
+/// them form such a run; then the bout is confirmed and all of them are counted at once, with their own
+/// (earlier) times, as phone pedometers do. Inside a bout each further cycle is counted as soon as it is seen,
+/// unless it is too faint or too soon to be a footfall; a footfall missed between two seen ones is counted
+/// when the second arrives. A pause longer than `maximumStepIntervalSeconds` ends
+/// the bout.
+///
+/// Fixed memory: the held cycles live in arrays of capacity `confirmationSteps`.
+public struct WalkingBout: Sendable {
+    public struct Configuration: Sendable, Equatable {
+        /// Cycles in a row that confirm a bout. Six steps (three strides) is about three seconds of walking,
+        /// more than a gesture or a bump lasts, and little to hold back.
+        public var confirmationSteps = 6
+        /// The shortest step interval, seconds: 4 steps per second is a sprint; closer cycles are one step.
+        public var minimumStepIntervalSeconds = 0.25
+        /// The longest step interval within a bout, seconds (40 steps per minute, the slowest stroll).
+        public var maximumStepIntervalSeconds = 1.5
+        /// Inside a bout a cycle closer than this fraction of the current step period is a wobble of the
+        /// same footfall.
+        public var minimumPeriodFraction = 0.5
+        /// Regularity while confirming: one stride may differ from the next by at most this fraction of a
+        /// stride. Strides, not steps, are compared, because left and right steps differ on a one-sided
+        /// carrier (a trouser pocket, an arm): in a back pocket the intervals alternate 0.40 s and 0.62 s.
+        public var strideTolerance = 0.25
+        /// While confirming, one step may last at most this many times the step before: even a limping or
+        /// one-sided gait stays within about 1.6:1; handling jerks do not.
+        public var stepAsymmetry = 2.0
+        /// While confirming, the largest cycle may be at most this many times the smallest.
+        public var amplitudeSpread = 4.0
+        /// Inside a bout a cycle smaller than this fraction of the bout's step size is not a footfall.
+        public var minimumAmplitudeFraction = 0.35
+        /// Inside a bout an interval of about two step periods (this range, in periods) means one footfall was
+        /// too faint to see (an arm carrying something, a soft step): walking does not skip a step, so the
+        /// missed one is counted at the middle of the interval.
+        public var missedStepMinimumPeriods = 1.6
+        public var missedStepMaximumPeriods = 2.4
+        /// How fast the step period and size follow the walk (per step).
+        public var periodFollowRate = 0.2
+        public var amplitudeFollowRate = 0.1
+
+        public init() {}
+    }
+
+    public let configuration: Configuration
+    public private(set) var isWalking = false
+    /// The current step period, seconds (valid while walking).
+    public private(set) var stepPeriodSeconds = 0.55
+    /// The typical step cycle height of this bout, m/s^2.
+    public private(set) var stepAmplitude = 0.0
+    private var lastStepTime = -Double.infinity
+    private var heldTimes: [Double] = []
+    private var heldAmplitudes: [Double] = []
+    private var scratch: [Double] = []
+
+    public init(configuration: Configuration = .init()) {
+        precondition(configuration.confirmationSteps >= 2, "a bout needs at least two steps")
+        self.configuration = configuration
+        heldTimes.reserveCapacity(configuration.confirmationSteps + 1)
+        heldAmplitudes.reserveCapacity(configuration.confirmationSteps + 1)
+        scratch.reserveCapacity(configuration.confirmationSteps + 1)
+    }
+
+    public mutating func reset() {
+        isWalking = false
+        lastStepTime = -.infinity
+        heldTimes.removeAll(keepingCapacity: true)
+        heldAmplitudes.removeAll(keepingCapacity: true)
+    }
+
+    /// Ends a bout when the walk has paused for longer than a step can take; call once per sample.
+    @inlinable
+    public mutating func advance(to time: Double) {
+        if isWalking && time - lastStepTimeValue > configuration.maximumStepIntervalSeconds { endBout() }
+    }
+
+    @usableFromInline var lastStepTimeValue: Double { lastStepTime }
+
+    @usableFromInline
+    mutating func endBout() {
+        isWalking = false
+        heldTimes.removeAll(keepingCapacity: true)
+        heldAmplitudes.removeAll(keepingCapacity: true)
+    }
+
+    /// Takes one gait cycle; appends the times of the steps it now knows to `steps`.
+    public mutating func take(_ cycle: GaitCycle, steps: inout [Double]) {
+        let c = configuration
+        if isWalking {
+            let interval = cycle.time - lastStepTime
+            if cycle.amplitude < c.minimumAmplitudeFraction * stepAmplitude
+                || interval < max(c.minimumStepIntervalSeconds, c.minimumPeriodFraction * stepPeriodSeconds) {
+                return
+            }
+            if interval <= c.maximumStepIntervalSeconds {
+                var interval = interval
+                if interval > c.missedStepMinimumPeriods * stepPeriodSeconds
+                    && interval < c.missedStepMaximumPeriods * stepPeriodSeconds {
+                    steps.append(lastStepTime + interval / 2)
+                    interval /= 2
+                }
+                steps.append(cycle.time)
+                lastStepTime = cycle.time
+                stepPeriodSeconds += (interval - stepPeriodSeconds) * c.periodFollowRate
+                stepAmplitude += (cycle.amplitude - stepAmplitude) * c.amplitudeFollowRate
+                return
+            }
+            endBout()
+        }
+        hold(cycle, steps: &steps)
+    }
+
+    private mutating func hold(_ cycle: GaitCycle, steps: inout [Double]) {
+        let c = configuration
+        if let last = heldTimes.last, cycle.time - last < c.minimumStepIntervalSeconds {
+            // Two crests closer than any step: keep the larger as this footfall.
+            if cycle.amplitude > heldAmplitudes[heldAmplitudes.count - 1] {
+                heldTimes[heldTimes.count - 1] = cycle.time
+                heldAmplitudes[heldAmplitudes.count - 1] = cycle.amplitude
+            }
+            return
+        }
+        if let last = heldTimes.last, cycle.time - last > c.maximumStepIntervalSeconds { dropHeld(keeping: 0) }
+        heldTimes.append(cycle.time)
+        heldAmplitudes.append(cycle.amplitude)
+        let n = heldTimes.count
+        if n >= 3 {
+            let j1 = heldTimes[n - 1] - heldTimes[n - 2], j2 = heldTimes[n - 2] - heldTimes[n - 3]
+            if max(j1, j2) > c.stepAsymmetry * min(j1, j2) { dropHeld(keeping: 2) }
+        }
+        if heldTimes.count >= 4 {
+            let n = heldTimes.count
+            let i1 = heldTimes[n - 1] - heldTimes[n - 2]
+            let i2 = heldTimes[n - 2] - heldTimes[n - 3]
+            let i3 = heldTimes[n - 3] - heldTimes[n - 4]
+            // Same-foot intervals i1 and i3 should match to within a fraction of a stride (i1 + i2).
+            if abs(i1 - i3) > c.strideTolerance * (i1 + i2) { dropHeld(keeping: 2) }
+        }
+        trimToConsistentAmplitude()
+        if heldTimes.count >= c.confirmationSteps { confirm(steps: &steps) }
+    }
+
+    /// Drops the oldest held cycles until the rest have a plausible spread of sizes.
+    private mutating func trimToConsistentAmplitude() {
+        var start = 0
+        while start < heldAmplitudes.count - 1 {
+            var low = Double.infinity, high = 0.0
+            for a in heldAmplitudes[start...] { low = min(low, a); high = max(high, a) }
+            if high <= configuration.amplitudeSpread * low { break }
+            start += 1
+        }
+        if start > 0 { dropHeld(keeping: heldTimes.count - start) }
+    }
+
+    private mutating func dropHeld(keeping count: Int) {
+        let drop = heldTimes.count - count
+        guard drop > 0 else { return }
+        heldTimes.removeFirst(drop)
+        heldAmplitudes.removeFirst(drop)
+    }
+
+    private mutating func confirm(steps: inout [Double]) {
+        steps.append(contentsOf: heldTimes)
+        scratch.removeAll(keepingCapacity: true)
+        for i in 1..<heldTimes.count { scratch.append(heldTimes[i] - heldTimes[i - 1]) }
+        stepPeriodSeconds = median(&scratch)
+        scratch.removeAll(keepingCapacity: true)
+        scratch.append(contentsOf: heldAmplitudes)
+        stepAmplitude = median(&scratch)
+        lastStepTime = heldTimes[heldTimes.count - 1]
+        isWalking = true
+        heldTimes.removeAll(keepingCapacity: true)
+        heldAmplitudes.removeAll(keepingCapacity: true)
+    }
+}
+
+/// The median of a few values (sorts them in place); the mean of the middle two for an even count.
+func median(_ values: inout [Double]) -> Double {
+    values.sort()
+    let n = values.count
+    return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2])
+}

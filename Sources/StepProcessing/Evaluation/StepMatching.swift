@@ -1,0 +1,66 @@
+/// How well detected step instants agree with ground-truth ones.
+public struct StepAccuracy: Equatable, Sendable {
+    public var trueCount: Int
+    public var detectedCount: Int
+    /// Detected steps paired one-to-one with a true step.
+    public var matchedCount: Int
+    /// The detector's median delay, seconds, subtracted before pairing.
+    public var lagSeconds: Double
+
+    /// |detected − true| / true, in percent (0 when both are empty).
+    public var absolutePercentageError: Double {
+        guard trueCount > 0 else { return detectedCount == 0 ? 0 : 100 }
+        return Double(abs(detectedCount - trueCount)) / Double(trueCount) * 100
+    }
+
+    public var precision: Double { detectedCount == 0 ? (trueCount == 0 ? 1 : 0) : Double(matchedCount) / Double(detectedCount) }
+    public var recall: Double { trueCount == 0 ? (detectedCount == 0 ? 1 : 0) : Double(matchedCount) / Double(trueCount) }
+
+    /// Step F1: the harmonic mean of precision and recall.
+    public var f1: Double {
+        if trueCount == 0 && detectedCount == 0 { return 1 }
+        return 2 * Double(matchedCount) / Double(trueCount + detectedCount)
+    }
+}
+
+/// Pairs detected steps with true ones, as the benchmark scores detectors.
+///
+/// A causal filter delays every step by about the same time, which says nothing about counting; so the
+/// detector's median lag (each detected step against its nearest true step) is subtracted first. Then steps
+/// are paired one-to-one in time order when they lie within `toleranceSeconds` of each other.
+public enum StepMatching {
+    public static func accuracy(trueTimes: [Double], detectedTimes: [Double],
+                                toleranceSeconds: Double = 0.25) -> StepAccuracy {
+        let truth = trueTimes.sorted()
+        let detected = detectedTimes.sorted()
+        let lag = medianLag(trueTimes: truth, detectedTimes: detected)
+        var i = 0, j = 0, matched = 0
+        while i < truth.count && j < detected.count {
+            let d = detected[j] - lag
+            if abs(d - truth[i]) <= toleranceSeconds {
+                matched += 1; i += 1; j += 1
+            } else if d < truth[i] {
+                j += 1
+            } else {
+                i += 1
+            }
+        }
+        return StepAccuracy(trueCount: truth.count, detectedCount: detected.count, matchedCount: matched, lagSeconds: lag)
+    }
+
+    /// The median over detected steps of (detected − nearest true), seconds; 0 if either list is empty.
+    /// Both lists must be sorted.
+    public static func medianLag(trueTimes: [Double], detectedTimes: [Double]) -> Double {
+        guard !trueTimes.isEmpty, !detectedTimes.isEmpty else { return 0 }
+        var offsets: [Double] = []
+        offsets.reserveCapacity(detectedTimes.count)
+        var k = 0
+        for d in detectedTimes {
+            while k + 1 < trueTimes.count && trueTimes[k + 1] <= d { k += 1 }
+            var best = d - trueTimes[k]
+            if k + 1 < trueTimes.count, abs(trueTimes[k + 1] - d) <= abs(best) { best = d - trueTimes[k + 1] }
+            offsets.append(best)
+        }
+        return median(&offsets)
+    }
+}

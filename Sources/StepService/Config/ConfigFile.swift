@@ -1,0 +1,124 @@
+import Foundation
+
+/// Why the configuration file cannot be used. Each sentence names the file, the line and the key, so the
+/// journal says exactly what to fix; stepd then exits with EX_CONFIG (78), which the unit does not restart on.
+public enum ConfigError: Error, Equatable, CustomStringConvertible {
+    case cannotRead(file: String, reason: String)
+    case notKeyValue(file: String, line: Int, text: String)
+    case unknownKey(file: String, line: Int, key: String, known: [String])
+    case badValue(file: String, line: Int, key: String, value: String, expected: String)
+    case duplicateKey(file: String, line: Int, key: String, firstLine: Int)
+
+    public var description: String {
+        switch self {
+        case .cannotRead(let file, let reason):
+            return "\(file): cannot read the configuration: \(reason)"
+        case .notKeyValue(let file, let line, let text):
+            return "\(file):\(line): expected \"key = value\" or a # comment, found \"\(text)\""
+        case .unknownKey(let file, let line, let key, let known):
+            return "\(file):\(line): unknown key \"\(key)\"; known keys: \(known.joined(separator: ", "))"
+        case .badValue(let file, let line, let key, let value, let expected):
+            return "\(file):\(line): key \"\(key)\": expected \(expected), found \"\(value)\""
+        case .duplicateKey(let file, let line, let key, let first):
+            return "\(file):\(line): key \"\(key)\" is already set on line \(first)"
+        }
+    }
+
+    /// sysexits(3) EX_CONFIG.
+    public static let exitStatus: Int32 = 78
+}
+
+/// A typed configuration value.
+public enum ConfigValue: Equatable, Sendable {
+    case string(String)
+    case integer(Int)
+    case number(Double)
+    case flag(Bool)
+}
+
+/// stepd.conf: one `key = value` per line; `#` starts a comment line; blank lines are ignored; a value may be
+/// written in double quotes to keep leading or trailing spaces. Keys are those of `ConfigOption.all`, each
+/// value is checked against its option's kind when the file is read.
+public struct ConfigFile: Equatable, Sendable {
+    public struct Entry: Equatable, Sendable {
+        public var value: ConfigValue
+        public var line: Int
+    }
+
+    public let path: String
+    public private(set) var entries: [String: Entry] = [:]
+
+    /// An empty configuration: every option at its default.
+    public init(path: String) { self.path = path }
+
+    /// Reads the file. A missing file is an error only when `required` (given with --config); the default
+    /// /etc/stepd/stepd.conf may be absent.
+    public static func load(path: String, required: Bool, options: [ConfigOption] = ConfigOption.all) throws -> ConfigFile {
+        guard FileManager.default.fileExists(atPath: path) else {
+            if required { throw ConfigError.cannotRead(file: path, reason: "no such file") }
+            return ConfigFile(path: path)
+        }
+        let data: Data
+        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
+            throw ConfigError.cannotRead(file: path, reason: (error as NSError).localizedDescription)
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw ConfigError.cannotRead(file: path, reason: "not UTF-8 text")
+        }
+        return try parse(text, path: path, options: options)
+    }
+
+    public static func parse(_ text: String, path: String, options: [ConfigOption] = ConfigOption.all) throws -> ConfigFile {
+        var file = ConfigFile(path: path)
+        let byKey = Dictionary(uniqueKeysWithValues: options.map { ($0.key, $0) })
+        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let number = index + 1
+            let line = rawLine.trimmingCharacters(in: .whitespacesAndNewlines)
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            guard let equals = line.firstIndex(of: "=") else {
+                throw ConfigError.notKeyValue(file: path, line: number, text: line)
+            }
+            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
+            var value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            guard !key.isEmpty else { throw ConfigError.notKeyValue(file: path, line: number, text: line) }
+            guard let option = byKey[key] else {
+                throw ConfigError.unknownKey(file: path, line: number, key: key, known: options.map(\.key))
+            }
+            if let first = file.entries[key] {
+                throw ConfigError.duplicateKey(file: path, line: number, key: key, firstLine: first.line)
+            }
+            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
+                value = String(value.dropFirst().dropLast())
+            }
+            guard let typed = option.kind.parse(value) else {
+                throw ConfigError.badValue(file: path, line: number, key: key, value: value,
+                                           expected: option.kind.expectation)
+            }
+            file.entries[key] = Entry(value: typed, line: number)
+        }
+        return file
+    }
+
+    public func string(_ key: String) -> String? {
+        if case .string(let s)? = entries[key]?.value { return s }
+        return nil
+    }
+
+    public func integer(_ key: String) -> Int? {
+        if case .integer(let n)? = entries[key]?.value { return n }
+        return nil
+    }
+
+    public func number(_ key: String) -> Double? {
+        switch entries[key]?.value {
+        case .number(let n)?: return n
+        case .integer(let n)?: return Double(n)
+        default: return nil
+        }
+    }
+
+    public func flag(_ key: String) -> Bool? {
+        if case .flag(let b)? = entries[key]?.value { return b }
+        return nil
+    }
+}

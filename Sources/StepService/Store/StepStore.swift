@@ -1,0 +1,412 @@
+import Dispatch
+import Foundation
+import GRDB
+import Logging
+import NIOConcurrencyHelpers
+
+/// The history database: an SQLite file (WAL) in the state directory, written by GRDB from a queue of its
+/// own so that the processing queue never waits for the disk. Steps are added to an in-memory batch and
+/// committed every `commitIntervalSeconds`, so `kill -9` loses at most that much and a clean stop, which
+/// calls `close()`, loses nothing.
+///
+/// A database that cannot be created, opened or written is a state, not a failure of the daemon: the
+/// batch is kept, STATUS and the log say why, and the store tries again.
+public final class StepStore: @unchecked Sendable {
+    public struct Configuration: Sendable {
+        public var directory: String
+        public var fileName = "stepd.sqlite"
+        public var retentionDays = 400
+        /// At most this much counting is lost to `kill -9` or a power cut of the process.
+        public var commitIntervalSeconds = 0.5
+        /// How often a store that could not be opened tries again.
+        public var reopenIntervalSeconds = 30.0
+        public var path: String { (directory as NSString).appendingPathComponent(fileName) }
+
+        public init(directory: String) { self.directory = directory }
+    }
+
+    /// The count since the last reset and when that reset was.
+    public struct Counter: Sendable, Equatable {
+        public var steps: Int
+        public var since: Date
+        public init(steps: Int, since: Date) {
+            self.steps = steps
+            self.since = since
+        }
+    }
+
+    public let configuration: Configuration
+    private let logger: Logger
+    private let queue = DispatchQueue(label: "stepd.store", qos: .utility)
+
+    // Owned by `queue`.
+    private var database: DatabaseQueue?
+    private var pending = PendingWrites()
+    private var current: Counter
+    private var failure: StoreError?
+    private var timer: DispatchSourceTimer?
+    private var lastPrune = Date.distantPast
+    private var lastOpenAttempt = Date.distantPast
+    private var lastCommit: Date?
+    private var closed = false
+
+    private let published: NIOLockedValueBox<StoreStatus>
+
+    public init(configuration: Configuration, logger: Logger = Logger(label: "stepd.store")) {
+        self.configuration = configuration
+        self.logger = logger
+        current = Counter(steps: 0, since: Date())
+        published = NIOLockedValueBox(StoreStatus(path: configuration.path, state: "starting", error: nil,
+                                                  retentionDays: configuration.retentionDays, lastCommit: nil))
+    }
+
+    /// The store's state for STATUS; cheap, safe from any thread.
+    public var status: StoreStatus { published.withLockedValue { $0 } }
+
+    // MARK: Life cycle
+
+    /// Opens (creating the directory and file, migrating the schema), prunes old history, and returns the
+    /// saved counter; without one (a new database, or one that cannot be opened) `fresh` is the counter.
+    public func open(fresh: Counter) -> Counter {
+        queue.sync {
+            current = fresh
+            if openDatabase(), let saved = readCounter() {
+                current = saved
+            } else {
+                pending.setCounter(steps: fresh.steps, since: fresh.since)
+                commit()
+            }
+            prune(now: Date())
+            return current
+        }
+    }
+
+    /// Starts the periodic commit (and hourly pruning, and reopening a store that failed to open).
+    public func startCommitting() {
+        queue.sync {
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            let interval = configuration.commitIntervalSeconds
+            timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(50))
+            timer.setEventHandler { [weak self] in self?.tick() }
+            timer.resume()
+            self.timer = timer
+        }
+    }
+
+    /// Commits what is pending and closes the file: the last thing a clean stop does. Returns the counter as
+    /// committed, or nil when the final commit failed.
+    @discardableResult
+    public func close() -> Counter? {
+        queue.sync {
+            timer?.cancel()
+            timer = nil
+            commit()
+            let saved = failure == nil && database != nil ? current : nil
+            if let database {
+                do { try database.close() } catch { logger.warning("closing \(configuration.path): \(error)") }
+            }
+            database = nil
+            closed = true
+            publish()
+            return saved
+        }
+    }
+
+    // MARK: Recording (from any queue; applied in order on the store's)
+
+    public func recordStep(count: Int, at time: Date, distanceMeters: Double) {
+        queue.async { [self] in
+            guard !closed else { return }
+            current.steps = count
+            pending.addStep(count: count, since: current.since, at: time, distanceMeters: distanceMeters)
+        }
+    }
+
+    /// Floors climbed (from the barometer) in the minute of `time`.
+    public func recordFloors(_ floors: Int, at time: Date) {
+        queue.async { [self] in if !closed { pending.addFloors(floors, at: time) } }
+    }
+
+    public func recordReset(since: Date) {
+        queue.async { [self] in
+            guard !closed else { return }
+            current = Counter(steps: 0, since: since)
+            pending.setCounter(steps: 0, since: since)
+        }
+    }
+
+    public func record(_ point: StoredTrackPoint) {
+        queue.async { [self] in if !closed { pending.add(point) } }
+    }
+
+    public func record(_ visit: StoredVisit) {
+        queue.async { [self] in if !closed { pending.add(visit) } }
+    }
+
+    // MARK: History
+
+    /// The bins over [from, to), after committing what is pending so that history agrees with STEPS.
+    public func history(from: Date, to: Date, size: HistoryBinSize, calendar: Calendar = .current,
+                        completion: @escaping @Sendable (Result<[HistoryBin], StoreError>) -> Void) {
+        queue.async { [self] in completion(Result { try readHistory(from: from, to: to, size: size, calendar: calendar) }
+            .mapError { $0 as? StoreError ?? .cannotRead(path: configuration.path, reason: "\($0)") }) }
+    }
+
+    /// The same, waiting for the answer.
+    public func history(from: Date, to: Date, size: HistoryBinSize, calendar: Calendar = .current) throws -> [HistoryBin] {
+        try queue.sync { try readHistory(from: from, to: to, size: size, calendar: calendar) }
+    }
+
+    /// The saved track points in [from, to), oldest first.
+    public func trackPoints(from: Date, to: Date) throws -> [StoredTrackPoint] {
+        try queue.sync {
+            commit()
+            guard let database else { throw StoreError.unavailable(reason: failure?.description ?? "the store is closed") }
+            return try wrapRead {
+                try database.read { db in
+                    try Row.fetchAll(db, sql: """
+                        SELECT time, latitude_deg, longitude_deg, altitude_msl_m, eph_m, mode, satellites_used
+                        FROM track_point WHERE time >= ? AND time < ? ORDER BY time
+                        """, arguments: [from.timeIntervalSince1970, to.timeIntervalSince1970]).map { row in
+                        StoredTrackPoint(time: Date(timeIntervalSince1970: row[0]), latitudeDegrees: row[1],
+                                         longitudeDegrees: row[2], altitudeMSLMeters: row[3], ephMeters: row[4],
+                                         mode: row[5], satellitesUsed: row[6])
+                    }
+                }
+            }
+        }
+    }
+
+    /// The saved stays that overlap [from, to), oldest first.
+    public func visits(from: Date, to: Date) throws -> [StoredVisit] {
+        try queue.sync {
+            commit()
+            guard let database else { throw StoreError.unavailable(reason: failure?.description ?? "the store is closed") }
+            return try wrapRead {
+                try database.read { db in
+                    try Row.fetchAll(db, sql: """
+                        SELECT arrival, departure, latitude_deg, longitude_deg, radius_m, fix_count FROM visit
+                        WHERE arrival < ? AND coalesce(departure, arrival) >= ? ORDER BY arrival
+                        """, arguments: [to.timeIntervalSince1970, from.timeIntervalSince1970]).map { row in
+                        StoredVisit(arrival: Date(timeIntervalSince1970: row[0]),
+                                    departure: (row[1] as Double?).map(Date.init(timeIntervalSince1970:)),
+                                    latitudeDegrees: row[2], longitudeDegrees: row[3], radiusMeters: row[4],
+                                    fixCount: row[5])
+                    }
+                }
+            }
+        }
+    }
+
+    // MARK: On the queue
+
+    private func tick() {
+        let now = Date()
+        if database == nil, !closed, now.timeIntervalSince(lastOpenAttempt) >= configuration.reopenIntervalSeconds {
+            if openDatabase() {
+                // This run's count is what STEPS has shown; it replaces whatever the file held.
+                pending.setCounter(steps: current.steps, since: current.since)
+            }
+        }
+        if !pending.isEmpty { commit() }
+        if now.timeIntervalSince(lastPrune) >= 3600 { prune(now: now) }
+    }
+
+    private func openDatabase() -> Bool {
+        lastOpenAttempt = Date()
+        let directory = configuration.directory
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o750])
+        } catch {
+            setFailure(.cannotCreateDirectory(path: directory, reason: Self.reason(error)))
+            return false
+        }
+        var config = GRDB.Configuration()
+        config.journalMode = .wal
+        config.label = "stepd.store"
+        config.busyMode = .timeout(5)
+        config.prepareDatabase { db in
+            // In WAL mode NORMAL keeps every committed transaction across a crash of the process (the WAL is
+            // in the page cache) and syncs only at checkpoints, sparing the SD card of a small board.
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            // Each commit writes the pages it touched (a minute bin's and the counter's) to the WAL: small
+            // pages make that 2 KiB rather than 8 KiB twice a second of walking. Takes effect on a new file.
+            try db.execute(sql: "PRAGMA page_size = 1024")
+        }
+        do {
+            let db = try DatabaseQueue(path: configuration.path, configuration: config)
+            try StoreSchema.migrator.migrate(db)
+            database = db
+            if failure != nil { logger.notice("store \(configuration.path) is available again") }
+            failure = nil
+            publish()
+            return true
+        } catch {
+            setFailure(.cannotOpen(path: configuration.path, reason: Self.reason(error)))
+            return false
+        }
+    }
+
+    private func readCounter() -> Counter? {
+        guard let database else { return nil }
+        do {
+            return try database.read { db in
+                try Row.fetchOne(db, sql: "SELECT steps, since FROM counter WHERE id = 1").map {
+                    Counter(steps: $0[0], since: Date(timeIntervalSince1970: $0[1]))
+                }
+            }
+        } catch {
+            setFailure(.cannotRead(path: configuration.path, reason: Self.reason(error)))
+            return nil
+        }
+    }
+
+    private func commit() {
+        guard !pending.isEmpty, let database else { return }
+        let batch = pending
+        do {
+            try database.write { db in try Self.write(batch, into: db) }
+            pending = PendingWrites()
+            lastCommit = Date()
+            if failure != nil { logger.notice("store \(configuration.path) is writable again") }
+            failure = nil
+            publish()
+        } catch {
+            setFailure(.cannotWrite(path: configuration.path, reason: Self.reason(error)))
+        }
+    }
+
+    private static func write(_ batch: PendingWrites, into db: Database) throws {
+        for (minute, delta) in batch.minutes {
+            try db.execute(sql: """
+                INSERT INTO minute_bin (minute, steps, distance_m, floors) VALUES (?, ?, ?, ?)
+                ON CONFLICT(minute) DO UPDATE SET steps = steps + excluded.steps,
+                    distance_m = distance_m + excluded.distance_m,
+                    floors = CASE WHEN excluded.floors IS NULL THEN floors
+                                  ELSE coalesce(floors, 0) + excluded.floors END
+                """, arguments: [minute, delta.steps, delta.distanceMeters, delta.floors])
+        }
+        if let counter = batch.counter {
+            try db.execute(sql: """
+                INSERT INTO counter (id, steps, since, updated) VALUES (1, ?, ?, ?)
+                ON CONFLICT(id) DO UPDATE SET steps = excluded.steps, since = excluded.since, updated = excluded.updated
+                """, arguments: [counter.steps, counter.since.timeIntervalSince1970, Date().timeIntervalSince1970])
+        }
+        for p in batch.trackPoints {
+            try db.execute(sql: """
+                INSERT INTO track_point (time, latitude_deg, longitude_deg, altitude_msl_m, eph_m, mode, satellites_used)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [p.time.timeIntervalSince1970, p.latitudeDegrees, p.longitudeDegrees,
+                                 p.altitudeMSLMeters, p.ephMeters, p.mode, p.satellitesUsed])
+        }
+        for v in batch.visits.values {
+            try db.execute(sql: """
+                INSERT OR REPLACE INTO visit (arrival, departure, latitude_deg, longitude_deg, radius_m, fix_count)
+                VALUES (?, ?, ?, ?, ?, ?)
+                """, arguments: [v.arrival.timeIntervalSince1970, v.departure?.timeIntervalSince1970,
+                                 v.latitudeDegrees, v.longitudeDegrees, v.radiusMeters, v.fixCount])
+        }
+    }
+
+    /// Drops history older than the retention period.
+    private func prune(now: Date) {
+        lastPrune = now
+        guard let database else { return }
+        let cutoff = now.addingTimeInterval(-Double(configuration.retentionDays) * 86_400)
+        do {
+            let removed = try database.write { db -> Int in
+                try db.execute(sql: "DELETE FROM minute_bin WHERE minute < ?",
+                               arguments: [PendingWrites.minute(of: cutoff)])
+                var count = db.changesCount
+                try db.execute(sql: "DELETE FROM track_point WHERE time < ?", arguments: [cutoff.timeIntervalSince1970])
+                count += db.changesCount
+                try db.execute(sql: "DELETE FROM visit WHERE coalesce(departure, arrival) < ?",
+                               arguments: [cutoff.timeIntervalSince1970])
+                return count + db.changesCount
+            }
+            if removed > 0 { logger.info("pruned \(removed) rows older than \(configuration.retentionDays) days") }
+        } catch {
+            setFailure(.cannotWrite(path: configuration.path, reason: Self.reason(error)))
+        }
+    }
+
+    private func readHistory(from: Date, to: Date, size: HistoryBinSize, calendar: Calendar) throws -> [HistoryBin] {
+        try HistoryBinning.validate(from: from, to: to, size: size)
+        commit()
+        guard let database else {
+            throw StoreError.unavailable(reason: failure?.description ?? "the store is closed")
+        }
+        let range = HistoryBinning.minuteRange(from: from, to: to)
+        if size == .minute {
+            return try wrapRead {
+                try database.read { db in
+                    try Row.fetchAll(db, sql: """
+                        SELECT minute, steps, distance_m, floors FROM minute_bin
+                        WHERE minute >= ? AND minute < ? ORDER BY minute
+                        """, arguments: [range.lowerBound, range.upperBound]).map { row in
+                        let start = Date(timeIntervalSince1970: Double((row[0] as Int64) * 60))
+                        return HistoryBin(start: start, end: start.addingTimeInterval(60), steps: row[1],
+                                          distanceMeters: row[2], floors: row[3])
+                    }
+                }
+            }
+        }
+        // One indexed range sum per local hour or day: far cheaper than grouping every minute row, and exact
+        // across clock changes because the calendar draws the boundaries.
+        let intervals = HistoryBinning.intervals(from: from, to: to, size: size, calendar: calendar)
+        return try wrapRead {
+            try database.read { db in
+                let sum = try db.cachedStatement(sql: """
+                    SELECT COUNT(*), SUM(steps), SUM(distance_m), SUM(floors) FROM minute_bin
+                    WHERE minute >= ? AND minute < ?
+                    """)
+                var bins: [HistoryBin] = []
+                for interval in intervals {
+                    let lower = max(range.lowerBound, HistoryBinning.minute(interval.start))
+                    let upper = min(range.upperBound, HistoryBinning.minute(interval.end))
+                    guard lower < upper, let row = try Row.fetchOne(sum, arguments: [lower, upper]),
+                          (row[0] as Int) > 0 else { continue }
+                    bins.append(HistoryBin(start: interval.start, end: interval.end, steps: row[1],
+                                           distanceMeters: row[2], floors: row[3]))
+                }
+                return bins
+            }
+        }
+    }
+
+    private func wrapRead<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error as StoreError { throw error } catch {
+            throw StoreError.cannotRead(path: configuration.path, reason: Self.reason(error))
+        }
+    }
+
+    private func setFailure(_ error: StoreError) {
+        if failure != error { logger.error("\(error)") }
+        failure = error
+        publish()
+    }
+
+    private func publish() {
+        let state = closed ? "closed" : failure != nil ? "failed" : database != nil ? "ok" : "starting"
+        let status = StoreStatus(path: configuration.path, state: state, error: failure?.description,
+                                 retentionDays: configuration.retentionDays, lastCommit: lastCommit)
+        published.withLockedValue { $0 = status }
+    }
+
+    /// SQLite's own words ("file is not a database"), not GRDB's whole dump with the SQL.
+    static func reason(_ error: Error) -> String {
+        if let db = error as? DatabaseError { return db.message ?? "\(db.resultCode)" }
+        return (error as NSError).localizedDescription
+    }
+}
+
+/// What STATUS says about the store.
+public struct StoreStatus: Sendable, Equatable {
+    public var path: String
+    /// "starting", "ok", "failed" (see `error`), or "closed" during shutdown.
+    public var state: String
+    public var error: String?
+    public var retentionDays: Int
+    public var lastCommit: Date?
+}

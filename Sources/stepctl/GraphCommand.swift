@@ -1,0 +1,159 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+
+/// The seismometer: a live strip chart of vertical acceleration and a needle gauge, redrawn in place.
+struct Graph: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Live plot of vertical acceleration with a needle gauge (Ctrl-C to quit).")
+    @OptionGroup var options: ConnectionOptions
+
+    @Option(help: "Full scale of the plot and gauge, in m/s^2: smaller is more sensitive.")
+    var sensitivity: Double = 4
+
+    @Option(help: "Samples per second to ask for (at most 60).")
+    var rate: Double = 30
+
+    func validate() throws {
+        guard sensitivity > 0 else { throw ValidationError("--sensitivity must be positive") }
+        guard rate > 0, rate <= 60 else { throw ValidationError("--rate must be between 0 and 60") }
+    }
+
+    func run() throws {
+        let client = try exitOnError { try options.connect() }
+        _ = try exitOnError { try client.request(["cmd": "watch", "enable": true, "classes": ["MOTION"], "rate_hz": rate],
+                                                 expecting: "WATCH") }
+        let size = TerminalSize.current()
+        let plot = SeismometerView(width: size.columns, height: size.rows, fullScale: sensitivity)
+        Terminal.enter()
+        let interrupts = [SIGINT, SIGTERM].map { number -> DispatchSourceSignal in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
+            source.setEventHandler { Terminal.leave(); Foundation.exit(0) }
+            source.resume()
+            return source
+        }
+        let reader = Thread {
+            var lastDraw = Date.distantPast
+            while true {
+                guard let raw = try? client.readLine() else {
+                    DispatchQueue.main.async { Terminal.leave(); print("stepctl: the daemon closed the connection"); Foundation.exit(69) }
+                    return
+                }
+                guard let o = try? JSONSerialization.jsonObject(with: raw) as? [String: Any], o["class"] as? String == "MOTION" else { continue }
+                plot.add(vertical: (o["vertical_accel"] as? Double) ?? 0, pitch: (o["pitch_deg"] as? Double) ?? 0,
+                         roll: (o["roll_deg"] as? Double) ?? 0, vibration: (o["vibration_rms"] as? Double) ?? 0)
+                if Date().timeIntervalSince(lastDraw) >= 0.05 {
+                    lastDraw = Date()
+                    Terminal.draw(plot.render())
+                }
+            }
+        }
+        reader.start()
+        withExtendedLifetime(interrupts) { dispatchMain() }
+    }
+}
+
+/// Draws the strip chart and gauge into lines of text; pure, so it can be tested and run anywhere.
+final class SeismometerView: @unchecked Sendable {
+    let width: Int
+    let height: Int
+    let fullScale: Double
+    private var values: [Double] = []
+    private var latest = (vertical: 0.0, pitch: 0.0, roll: 0.0, vibration: 0.0)
+    private let lock = NSLock()
+
+    init(width: Int, height: Int, fullScale: Double) {
+        self.width = max(40, min(width, 200))
+        self.height = max(20, min(height, 60))
+        self.fullScale = fullScale
+    }
+
+    func add(vertical: Double, pitch: Double, roll: Double, vibration: Double) {
+        lock.lock(); defer { lock.unlock() }
+        values.append(vertical)
+        if values.count > width - 8 { values.removeFirst(values.count - (width - 8)) }
+        latest = (vertical, pitch, roll, vibration)
+    }
+
+    func render() -> [String] {
+        lock.lock(); defer { lock.unlock() }
+        let chartRows = height - 12
+        var lines: [String] = []
+        lines.append(pad(String(format: " stepd seismometer: vertical acceleration, full scale ±%.1f m/s²", fullScale)))
+        var grid = Array(repeating: Array(repeating: Character(" "), count: width - 8), count: chartRows)
+        let middle = chartRows / 2
+        for c in 0..<(width - 8) { grid[middle][c] = "·" }
+        for (c, v) in values.enumerated() {
+            let clamped = max(-1, min(1, v / fullScale))
+            let row = middle - Int((clamped * Double(middle)).rounded())
+            let (from, to) = (min(row, middle), max(row, middle))
+            for r in from...to { grid[r][c] = r == row ? "█" : "│" }
+        }
+        for (r, row) in grid.enumerated() {
+            let label: String
+            switch r {
+            case 0: label = String(format: "%+5.1f ", fullScale)
+            case middle: label = "  0.0 "
+            case chartRows - 1: label = String(format: "%+5.1f ", -fullScale)
+            default: label = "      "
+            }
+            lines.append(pad(label + "┤" + String(row)))
+        }
+        lines.append(contentsOf: gauge(rows: 8))
+        lines.append(pad(String(format: " vertical %+6.2f m/s²   pitch %+6.1f°   roll %+6.1f°   vibration %5.3f m/s²",
+                                latest.vertical, latest.pitch, latest.roll, latest.vibration)))
+        lines.append(pad(" Ctrl-C to quit"))
+        while lines.count < height { lines.append(pad("")) }
+        return Array(lines.prefix(height))
+    }
+
+    /// A half dial with a needle: left is -full scale, up is 0, right is +full scale.
+    private func gauge(rows: Int) -> [String] {
+        let radius = Double(rows - 1)
+        let cx = Double(width) / 2
+        var canvas = Array(repeating: Array(repeating: Character(" "), count: width), count: rows)
+        // The dial, drawn with twice the columns per row since terminal cells are about twice as tall as wide.
+        for step in 0...60 {
+            let angle = Double.pi * Double(step) / 60
+            let x = Int((cx + cos(angle) * radius * 2).rounded()), y = Int((Double(rows - 1) - sin(angle) * radius).rounded())
+            if (0..<width).contains(x), (0..<rows).contains(y) { canvas[y][x] = "." }
+        }
+        let clamped = max(-1, min(1, latest.vertical / fullScale))
+        let angle = Double.pi / 2 - clamped * Double.pi / 2
+        for k in 0...Int(radius * 4) {
+            let r = Double(k) / 4
+            let x = Int((cx + cos(angle) * r * 2).rounded()), y = Int((Double(rows - 1) - sin(angle) * r).rounded())
+            if (0..<width).contains(x), (0..<rows).contains(y) { canvas[y][x] = "●" }
+        }
+        canvas[rows - 1][Int(cx)] = "◆"
+        return canvas.map { pad(String($0)) }
+    }
+
+    private func pad(_ s: String) -> String {
+        s.count >= width ? String(s.prefix(width)) : s + String(repeating: " ", count: width - s.count)
+    }
+}
+
+struct TerminalSize {
+    var columns: Int
+    var rows: Int
+
+    static func current() -> TerminalSize {
+        var size = winsize()
+        if ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0, size.ws_row > 0 {
+            return TerminalSize(columns: Int(size.ws_col), rows: Int(size.ws_row))
+        }
+        return TerminalSize(columns: 80, rows: 24)
+    }
+}
+
+/// The alternate screen, hidden cursor, and drawing from the top left without scrolling.
+enum Terminal {
+    static func enter() { write("\u{1B}[?1049h\u{1B}[?25l\u{1B}[2J") }
+    static func leave() { write("\u{1B}[?25h\u{1B}[?1049l") }
+    static func draw(_ lines: [String]) { write("\u{1B}[H" + lines.joined(separator: "\r\n")) }
+    private static func write(_ s: String) {
+        FileHandle.standardOutput.write(Data(s.utf8))
+    }
+}

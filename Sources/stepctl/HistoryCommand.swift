@@ -1,0 +1,129 @@
+import ArgumentParser
+import Foundation
+import StepProtocol
+
+/// `stepctl history`: steps per minute, hour or day from the daemon's store, as a table.
+struct History: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Steps and distance per minute, hour or day from the daemon's history.",
+        discussion: """
+            --today shows today's hours; --since 7d shows today and the six days before, one line per day.
+            Days are local days (the daemon's time zone). Days without steps show 0.
+            """)
+
+    @OptionGroup var options: ConnectionOptions
+
+    @Flag(help: "Today, from local midnight (hour bins unless --bin says otherwise).")
+    var today = false
+
+    @Option(help: "How far back: 7d (today and 6 days before), 12h, 90m, a local date (2026-11-20), or an ISO-8601 time.")
+    var since: String?
+
+    @Option(help: "The end (ISO-8601; default now).")
+    var until: String?
+
+    @Option(help: "Bin size: minute, hour or day (default: hour for --today, day for --since in days).")
+    var bin: String?
+
+    func validate() throws {
+        if today, since != nil { throw ValidationError("give --today or --since, not both") }
+        if let bin, !["minute", "hour", "day"].contains(bin) {
+            throw ValidationError("--bin must be minute, hour or day")
+        }
+        if let since { _ = try Self.parseSince(since, now: Date()) }
+        if let until, Timestamp.date(until) == nil { throw ValidationError("--until must be an ISO-8601 time") }
+    }
+
+    func run() throws {
+        let now = Date()
+        let calendar = Calendar.current
+        var from = calendar.startOfDay(for: now)
+        var size = bin ?? "hour"
+        if let since {
+            let parsed = try Self.parseSince(since, now: now)
+            from = parsed.from
+            size = bin ?? parsed.defaultBin
+        }
+        let to = until.flatMap(Timestamp.date) ?? now
+        let request: [String: Any] = ["cmd": "history", "from": Timestamp.string(from), "to": Timestamp.string(to), "bin": size]
+        let reply = try exitOnError { try options.connect().request(request, expecting: "HISTORY") }
+        if options.json { return emit(String(decoding: reply.raw, as: UTF8.self)) }
+        let bins = reply.object["bins"] as? [[String: Any]] ?? []
+        var rows: [(label: String, steps: Int, distanceMeters: Double)]
+        if size == "day" {
+            rows = Self.days(from: from, to: to, calendar: calendar).map { (label: $0, steps: 0, distanceMeters: 0) }
+            for b in bins {
+                guard let date = b["date"] as? String, let i = rows.firstIndex(where: { $0.label == date }) else { continue }
+                rows[i].steps = b["steps"] as? Int ?? 0
+                rows[i].distanceMeters = doubleValue(b["distance_m"])
+            }
+        } else {
+            rows = bins.map { b in
+                (label: Self.label(b["start"] as? String ?? "-", size: size), steps: b["steps"] as? Int ?? 0,
+                 distanceMeters: doubleValue(b["distance_m"]))
+            }
+        }
+        emit(Self.table(rows, heading: size == "day" ? "date" : size == "hour" ? "hour" : "minute",
+                        total: (reply.object["steps"] as? Int ?? 0, doubleValue(reply.object["distance_m"]))))
+    }
+
+    /// "7d" → local midnight six days ago (day bins); "12h", "90m" → that long ago; "2026-11-20" → that local
+    /// midnight (day bins); an ISO-8601 time as is.
+    static func parseSince(_ text: String, now: Date) throws -> (from: Date, defaultBin: String) {
+        if let date = Timestamp.date(text) { return (date, "hour") }
+        let day = DateFormatter()
+        day.locale = Locale(identifier: "en_US_POSIX")
+        day.timeZone = .current
+        day.dateFormat = "yyyy-MM-dd"
+        if let midnight = day.date(from: text) { return (Calendar.current.startOfDay(for: midnight), "day") }
+        guard let unit = text.last, let amount = Int(text.dropLast()), amount > 0 else {
+            throw ValidationError("--since must look like 7d, 12h, 90m or an ISO-8601 time, not '\(text)'")
+        }
+        switch unit {
+        case "d":
+            let calendar = Calendar.current
+            let start = calendar.date(byAdding: .day, value: -(amount - 1), to: calendar.startOfDay(for: now))!
+            return (start, "day")
+        case "h": return (now.addingTimeInterval(-Double(amount) * 3600), "hour")
+        case "m": return (now.addingTimeInterval(-Double(amount) * 60), "minute")
+        default: throw ValidationError("--since must end in d, h or m, not '\(unit)'")
+        }
+    }
+
+    /// The local days from `from` up to `to`, as YYYY-MM-DD.
+    static func days(from: Date, to: Date, calendar: Calendar) -> [String] {
+        var days: [String] = []
+        var day = calendar.startOfDay(for: from)
+        while day < to {
+            days.append(Timestamp.day(day, in: calendar.timeZone))
+            day = calendar.date(byAdding: .day, value: 1, to: day)!
+        }
+        return days
+    }
+
+    /// The bin's local start without what every row shares: "2026-11-22 14:00".
+    static func label(_ start: String, size: String) -> String {
+        let text = start.replacingOccurrences(of: "T", with: " ")
+        return String(text.prefix(size == "hour" ? 13 : 16)) + (size == "hour" ? ":00" : "")
+    }
+
+    static func table(_ rows: [(label: String, steps: Int, distanceMeters: Double)], heading: String,
+                      total: (steps: Int, distanceMeters: Double)) -> String {
+        let width = max(heading.count, rows.map(\.label.count).max() ?? 0, 5)
+        func line(_ label: String, _ steps: String, _ distance: String) -> String {
+            label.padding(toLength: width, withPad: " ", startingAt: 0) + "  "
+                + String(repeating: " ", count: max(0, 8 - steps.count)) + steps + "  "
+                + String(repeating: " ", count: max(0, 12 - distance.count)) + distance
+        }
+        var lines = [line(heading, "steps", "distance_km")]
+        for row in rows {
+            lines.append(line(row.label, String(row.steps), String(format: "%.2f", row.distanceMeters / 1000)))
+        }
+        lines.append(line("total", String(total.steps), String(format: "%.2f", total.distanceMeters / 1000)))
+        return lines.joined(separator: "\n")
+    }
+}
+
+private func doubleValue(_ value: Any?) -> Double {
+    value as? Double ?? (value as? Int).map(Double.init) ?? 0
+}

@@ -1,0 +1,64 @@
+import ArgumentParser
+import Foundation
+
+/// The seed's shareable line: "I walked N steps today".
+struct Summary: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "One line to share: the steps walked today and how far.")
+    @OptionGroup var options: ConnectionOptions
+
+    struct Result: Encodable {
+        var steps: Int
+        var distance_m: Double
+        var since: String
+        var text: String
+    }
+
+    func run() throws {
+        let client = try exitOnError { try options.connect() }
+        let result = try exitOnError { try today(client) }
+        if options.json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            emit(String(decoding: try encoder.encode(result), as: UTF8.self))
+        } else {
+            emit(result.text)
+        }
+    }
+
+    /// Today's steps from the daemon's day history when it keeps one, else its count since the last reset.
+    private func today(_ client: Client) throws -> Result {
+        let midnight = Calendar.current.startOfDay(for: Date())
+        let formatter = ISO8601DateFormatter()
+        if let history = try? client.request(["cmd": "history", "bin": "day", "from": formatter.string(from: midnight),
+                                              "to": formatter.string(from: Date())], expecting: "HISTORY").object,
+           let bins = history["bins"] as? [[String: Any]] {
+            let steps = bins.reduce(0) { $0 + (($1["steps"] as? Int) ?? 0) }
+            let distance = bins.reduce(0.0) { $0 + (($1["distance_m"] as? Double) ?? Double(($1["distance_m"] as? Int) ?? 0)) }
+            return Result(steps: steps, distance_m: distance, since: formatter.string(from: midnight),
+                          text: Self.sentence(steps: steps, meters: distance, period: "today"))
+        }
+        let o = try client.request(["cmd": "steps"], expecting: "STEPS").object
+        let steps = o["steps"] as? Int ?? 0
+        let distance = (o["distance_m"] as? Double) ?? Double((o["distance_m"] as? Int) ?? 0)
+        let since = o["since"] as? String ?? ""
+        let sinceDate = ISO8601DateFormatter.withFractions.date(from: since) ?? Date()
+        let period = sinceDate >= midnight ? "today" : "since \(DateFormatter.localizedString(from: sinceDate, dateStyle: .medium, timeStyle: .none))"
+        return Result(steps: steps, distance_m: distance, since: since, text: Self.sentence(steps: steps, meters: distance, period: period))
+    }
+
+    static func sentence(steps: Int, meters: Double, period: String) -> String {
+        let formatter = NumberFormatter()
+        formatter.numberStyle = .decimal
+        let count = formatter.string(from: NSNumber(value: steps)) ?? "\(steps)"
+        let distance = meters >= 1000 ? String(format: "%.2f km", meters / 1000) : String(format: "%.0f m", meters)
+        return "I walked \(count) step\(steps == 1 ? "" : "s") \(period) (\(distance))."
+    }
+}
+
+extension ISO8601DateFormatter {
+    static let withFractions: ISO8601DateFormatter = {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return f
+    }()
+}

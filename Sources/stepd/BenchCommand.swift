@@ -1,0 +1,232 @@
+import ArgumentParser
+import Foundation
+import StepAcquisition
+import StepProcessing
+
+/// Scores detectors on recordings with ground truth, and times the pipeline.
+struct Bench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Score step detectors on folders of traces (accel.csv[.gz] + steps.csv) and time the pipeline.",
+        discussion: """
+            Each DIR is a trace folder or a folder of trace folders (the layout of ../shared/data/README.md). \
+            Prints per trace and per folder: true and detected counts, absolute percentage error and step F1 \
+            (detected instants paired one-to-one with true ones within the tolerance, after subtracting the \
+            detector's median lag). Then the report delay and the throughput of the first detector's pipeline \
+            over the samples already in memory, on one core.
+            """)
+
+    @Option(name: .customLong("detector"), help: "Detectors to score (repeatable); the first is timed. Default: the default detector and threshold.")
+    var detectors: [String] = []
+
+    @Option(help: "Matching tolerance, seconds.")
+    var toleranceSeconds = 0.25
+
+    @Option(help: "How long to time the pipeline, seconds (0 skips timing).")
+    var throughputSeconds = 3.0
+
+    @Option(help: "Samples per second of the numpy/scipy reference (scripts/reference_pipeline.py), to print the ratio.")
+    var referenceSamplesPerSecond: Double?
+
+    @Flag(help: "Also score against ground truth with foot-switch bounces removed and missed events filled in.")
+    var repairedTruth = false
+
+    @Argument(help: "Folders of traces.")
+    var folders: [String]
+
+    struct Trace {
+        var folder: String
+        var name: String
+        var samples: [Sample]
+        var truth: [Double]
+    }
+
+    func run() throws {
+        let kinds = try (detectors.isEmpty ? [StepDetectorKind.default.rawValue, StepDetectorKind.threshold.rawValue] : detectors)
+            .map { name -> StepDetectorKind in
+                guard let kind = StepDetectorKind(rawValue: name) else {
+                    throw ValidationError("unknown detector '\(name)'; known: \(StepDetectorKind.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                return kind
+            }
+        var traces: [Trace] = []
+        for folder in folders { traces += try Self.loadTraces(in: folder) }
+        guard !traces.isEmpty else { throw ValidationError("no traces (accel.csv[.gz] + steps.csv) under \(folders.joined(separator: ", "))") }
+
+        var table = BenchTable(kinds: kinds, repaired: repairedTruth)
+        for trace in traces {
+            var scores: [StepAccuracy] = []
+            var repairedScores: [StepAccuracy] = []
+            let repaired = GroundTruthRepair.repaired(trace.truth)
+            for kind in kinds {
+                let steps = Self.detect(trace.samples, kind: kind)
+                scores.append(StepMatching.accuracy(trueTimes: trace.truth, detectedTimes: steps, toleranceSeconds: toleranceSeconds))
+                repairedScores.append(StepMatching.accuracy(trueTimes: repaired, detectedTimes: steps, toleranceSeconds: toleranceSeconds))
+            }
+            table.add(folder: trace.folder, trace: trace.name, scores: scores, repaired: repairedScores)
+        }
+        table.print()
+        printLatency(traces: traces, kind: kinds[0])
+        if throughputSeconds > 0 { printThroughput(traces: traces, kind: kinds[0]) }
+    }
+
+    static func detect(_ samples: [Sample], kind: StepDetectorKind) -> [Double] {
+        let pipeline = StepPipeline(detector: kind.make(sampleRateHz: 60))
+        var steps: [Double] = []
+        pipeline.process(samples) { steps.append($0) }
+        return steps
+    }
+
+    /// How long after its instant each step is reported: steps that come alone are inside a bout; steps that
+    /// come together are a bout's first steps, counted when the bout is confirmed, or a faint footfall
+    /// counted with the next one.
+    func printLatency(traces: [Trace], kind: StepDetectorKind) {
+        var single: [Double] = [], batched: [Double] = []
+        for trace in traces {
+            let pipeline = StepPipeline(detector: kind.make(sampleRateHz: 60))
+            var reported: [Double] = []
+            for sample in trace.samples {
+                reported.removeAll(keepingCapacity: true)
+                pipeline.process(CollectionOfOne(sample)) { reported.append($0) }
+                for t in reported { (reported.count == 1 ? { single.append(sample.time - t) } : { batched.append(sample.time - t) })() }
+            }
+        }
+        func percentile(_ values: [Double], _ p: Double) -> Double {
+            guard !values.isEmpty else { return .nan }
+            let sorted = values.sorted()
+            return sorted[min(sorted.count - 1, Int(p * Double(sorted.count - 1)))]
+        }
+        Swift.print("\nreport delay (\(kind.rawValue)): " + String(format: "in-bout steps %d, median %.2f s, p99 %.2f s, max %.2f s; "
+                           + "steps reported together (a bout's first steps at its confirmation, a missed footfall with the next) %d, median %.2f s, max %.2f s",
+                           single.count, percentile(single, 0.5), percentile(single, 0.99), single.max() ?? .nan,
+                           batched.count, percentile(batched, 0.5), batched.max() ?? .nan))
+    }
+
+    /// Runs the whole pipeline (resampler and detector) over all samples, already in memory, again and again.
+    /// Timed by this thread's CPU clock: on a shared machine wall time also counts the time other processes had
+    /// the core; both are printed.
+    func printThroughput(traces: [Trace], kind: StepDetectorKind) {
+        let total = traces.reduce(0) { $0 + $1.samples.count }
+        var processed = 0, stepsSeen = 0, rounds = 0
+        let wallStart = DispatchTime.now().uptimeNanoseconds
+        let cpuStart = Self.threadCPUSeconds()
+        var cpu = 0.0
+        repeat {
+            for trace in traces {
+                let pipeline = StepPipeline(detector: kind.make(sampleRateHz: 60))
+                pipeline.process(trace.samples) { _ in stepsSeen += 1 }
+                processed += trace.samples.count
+            }
+            rounds += 1
+            cpu = Self.threadCPUSeconds() - cpuStart
+        } while cpu < throughputSeconds
+        let wall = Double(DispatchTime.now().uptimeNanoseconds - wallStart) / 1e9
+        let rate = Double(processed) / cpu
+        Swift.print("\nthroughput (\(kind.rawValue), one core): " + String(format: "%d samples x %d rounds in %.2f s of CPU time = %.2f million samples/s (wall clock %.2f s: %.2f million/s; %d steps per round)",
+                           total, rounds, cpu, rate / 1e6, wall, Double(processed) / wall / 1e6, stepsSeen / rounds))
+        if let reference = referenceSamplesPerSecond, reference > 0 {
+            Swift.print(String(format: "numpy/scipy reference: %.3f million samples/s; the Swift pipeline is %.0fx faster",
+                               reference / 1e6, rate / reference))
+        }
+    }
+
+    static func threadCPUSeconds() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    static func loadTraces(in folder: String) throws -> [Trace] {
+        let fm = FileManager.default
+        var isDirectory: ObjCBool = false
+        guard fm.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw ValidationError("\(folder) is not a folder")
+        }
+        let base = URL(fileURLWithPath: folder).standardizedFileURL
+        if let trace = try loadTrace(at: base, folderName: base.deletingLastPathComponent().lastPathComponent) { return [trace] }
+        let children = try fm.contentsOfDirectory(atPath: base.path).sorted()
+        return try children.compactMap { try loadTrace(at: base.appendingPathComponent($0), folderName: base.lastPathComponent) }
+    }
+
+    static func loadTrace(at url: URL, folderName: String) throws -> Trace? {
+        let fm = FileManager.default
+        let stepsPath = url.appendingPathComponent("steps.csv").path
+        let accel = ["accel.csv.gz", "accel.csv"].map { url.appendingPathComponent($0).path }.first { fm.fileExists(atPath: $0) }
+        guard let accelPath = accel, fm.fileExists(atPath: stepsPath) else { return nil }
+        let samples: [Sample]
+        do { samples = try RecordingReader.read(path: accelPath) } catch { throw ValidationError("\(error)") }
+        return Trace(folder: folderName, name: url.lastPathComponent, samples: samples, truth: try readStepTimes(path: stepsPath))
+    }
+
+    /// Reads a `steps.csv`: a header `t`, then one step time per line, seconds.
+    static func readStepTimes(path: String) throws -> [Double] {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { throw ValidationError("cannot read \(path)") }
+        var times: [Double] = []
+        for (index, line) in text.split(whereSeparator: \.isNewline).enumerated() {
+            let field = line.trimmingCharacters(in: .whitespaces)
+            if field.isEmpty || (index == 0 && field == "t") { continue }
+            guard let t = Double(field) else { throw ValidationError("\(path):\(index + 1): expected a step time, found '\(field)'") }
+            times.append(t)
+        }
+        return times
+    }
+}
+
+/// The printed table: one row per trace, one total per folder.
+struct BenchTable {
+    let kinds: [StepDetectorKind]
+    let repaired: Bool
+    private var rows: [(folder: String, trace: String, scores: [StepAccuracy], repaired: [StepAccuracy])] = []
+
+    init(kinds: [StepDetectorKind], repaired: Bool) {
+        self.kinds = kinds
+        self.repaired = repaired
+    }
+
+    mutating func add(folder: String, trace: String, scores: [StepAccuracy], repaired: [StepAccuracy]) {
+        rows.append((folder, trace, scores, repaired))
+    }
+
+    func print() {
+        var header = "trace".rightPadded(36) + "  true"
+        for kind in kinds { header += "  | " + "\(kind.rawValue): det   APE%    F1".leftPadded(30) }
+        Swift.print(header)
+        var folders: [String] = []
+        for row in rows where !folders.contains(row.folder) { folders.append(row.folder) }
+        for folder in folders {
+            let group = rows.filter { $0.folder == folder }
+            Swift.print("== \(folder) (\(group.count) traces)")
+            for row in group {
+                var line = String(row.trace.prefix(36)).rightPadded(36)
+                    + String(format: "  %4d", row.scores[0].trueCount)
+                for score in row.scores {
+                    line += String(format: "  | %16d %6.2f %5.3f", score.detectedCount, score.absolutePercentageError, score.f1)
+                }
+                Swift.print(line)
+            }
+            summarize(label: "\(folder) total", traces: group.map(\.trace), scores: group.map(\.scores))
+            if repaired { summarize(label: "\(folder) vs repaired truth", traces: group.map(\.trace), scores: group.map(\.repaired)) }
+        }
+    }
+
+    private func summarize(label: String, traces: [String], scores: [[StepAccuracy]]) {
+        Swift.print("-- \(label):")
+        for (k, kind) in kinds.enumerated() {
+            let column = scores.map { $0[k] }
+            let trueTotal = column.reduce(0) { $0 + $1.trueCount }
+            let detectedTotal = column.reduce(0) { $0 + $1.detectedCount }
+            let meanError = column.reduce(0) { $0 + $1.absolutePercentageError } / Double(column.count)
+            let worst = zip(traces, column).max { $0.1.absolutePercentageError < $1.1.absolutePercentageError }
+            let meanF1 = column.reduce(0) { $0 + $1.f1 } / Double(column.count)
+            let minF1 = column.map(\.f1).min() ?? 0
+            Swift.print("   " + kind.rawValue.rightPadded(9) + String(format: ": true %d detected %d (total error %.2f%%), mean APE %.2f%%, worst %.2f%%",
+                               trueTotal, detectedTotal, Double(abs(detectedTotal - trueTotal)) / Double(max(trueTotal, 1)) * 100,
+                               meanError, worst?.1.absolutePercentageError ?? 0)
+                        + " (\(worst?.0 ?? "-"))" + String(format: ", mean F1 %.4f, min F1 %.3f", meanF1, minF1))
+        }
+    }
+}
+
+private extension String {
+    func leftPadded(_ width: Int) -> String { count >= width ? self : String(repeating: " ", count: width - count) + self }
+    func rightPadded(_ width: Int) -> String { count >= width ? self : self + String(repeating: " ", count: width - count) }
+}

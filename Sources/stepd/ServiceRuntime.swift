@@ -1,0 +1,103 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import StepProtocol
+import StepService
+
+/// The daemon's life as a system service: the history store the count continues from, the socket systemd
+/// may pass, and the notify protocol (READY, STATUS, WATCHDOG, STOPPING).
+final class ServiceRuntime {
+    let store: StepStore
+    private let engine: Engine
+    private let logger: Logger
+    private let notifier = Notifier.fromEnvironment()
+    private var watchdog: Watchdog?
+
+    init(options: ServiceOptions, engine: Engine, logger: Logger) {
+        self.engine = engine
+        self.logger = logger
+        var configuration = StepStore.Configuration(directory: options.stateDirectory)
+        configuration.retentionDays = options.retentionDays
+        store = StepStore(configuration: configuration)
+    }
+
+    /// Opens the store, continues the saved count, and has every step, floor and reset recorded from now on.
+    func openStore() {
+        let fresh = StepStore.Counter(steps: 0, since: engine.snapshot.since)
+        let counter = store.open(fresh: fresh)
+        if counter != fresh {
+            engine.restore(steps: counter.steps, since: counter.since)
+            logger.info("continuing from \(counter.steps) steps since \(Timestamp.string(counter.since))")
+        }
+        // Floors come as running totals in PEDOMETER snapshots; the store wants what each minute added.
+        let floorsRecorded = NIOLockedValueBox(0)
+        engine.onEvent { [store, engine] event in
+            switch event {
+            case .step(let count, let time):
+                store.recordStep(count: count, at: time, distanceMeters: engine.snapshot.strideMeters)
+            case .pedometer(let snapshot):
+                guard let ascended = snapshot.floorsAscended else { break }
+                let added = floorsRecorded.withLockedValue { recorded -> Int in
+                    defer { recorded = max(recorded, ascended) }
+                    return ascended - recorded
+                }
+                if added > 0 { store.recordFloors(added, at: snapshot.end) }
+            default:
+                break
+            }
+        }
+        engine.onReset { [store] since in
+            floorsRecorded.withLockedValue { $0 = 0 }
+            store.recordReset(since: since)
+        }
+        store.startCommitting()
+    }
+
+    /// The socket systemd passed (socket activation), else nil: then the caller binds its own.
+    func passedSocket() throws -> (descriptor: CInt, path: String?)? {
+        let sockets = try SocketActivation.takeSockets()
+        guard let first = sockets.first else { return nil }
+        if sockets.count > 1 {
+            logger.warning("systemd passed \(sockets.count) sockets; serving the first (\(first.name ?? "unnamed"))")
+        }
+        let path = try SocketActivation.unixListeningPath(of: first.descriptor)
+        return (first.descriptor, path)
+    }
+
+    /// Tells systemd the daemon is ready (the socket accepts, the source runs) and starts the watchdog.
+    func notifyReady(server: ProtocolServer) {
+        guard let notifier else { return }
+        notifier.ready(status: statusText())
+        if let interval = Notifier.watchdogInterval() {
+            let engine = self.engine
+            let watchdog = Watchdog(notifier: notifier, interval: interval, probe: { done in
+                engine.probe { server.probe(done) }
+            }, statusText: { [weak self] in self?.statusText() ?? "" })
+            watchdog.start()
+            self.watchdog = watchdog
+            logger.info("watchdog: pinging systemd every \(interval) s")
+        }
+    }
+
+    /// The clean stop's service part, after the source has stopped and before the socket closes: commits
+    /// the last steps so that SIGTERM loses none.
+    func stop() {
+        notifier?.stopping(status: "stopping: saving \(engine.snapshot.steps) steps")
+        watchdog?.stop()
+        engine.drain()
+        if let saved = store.close() {
+            print("stepd: stopped; \(saved.steps) steps since \(Timestamp.string(saved.since)) saved to \(store.configuration.path)")
+        } else {
+            print("stepd: stopped; the count (\(engine.snapshot.steps) steps) could not be saved: \(store.status.error ?? "store unavailable")")
+        }
+        fflush(stdout)
+    }
+
+    private func statusText() -> String {
+        let s = engine.snapshot
+        var text = "\(s.steps) steps since \(Timestamp.string(s.since)); source \(s.sourceState.name)"
+        let st = store.status
+        text += st.error.map { "; store failed: \($0)" } ?? "; store \(st.state)"
+        return text
+    }
+}

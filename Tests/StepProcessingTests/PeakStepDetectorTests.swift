@@ -1,0 +1,161 @@
+import Foundation
+import XCTest
+@testable import StepProcessing
+
+/// The default detector on synthetic signals whose step count is known exactly.
+final class PeakStepDetectorTests: XCTestCase {
+    let rateHz = 60.0
+
+    /// Gravity on z plus one bump per footfall, as a phone in a hand sees walking: a push at heel strike, a
+    /// smaller sway between. Footfalls (crests) at `start + (k + 0.5) / cadenceHz`, k = 0 ..< seconds × cadence;
+    /// the motion fades in over the first half step and out over the last, as a walk starts and stops.
+    func walkingSamples(from start: Double, seconds: Double, cadenceHz: Double, amplitude: Double = 3) -> [Sample] {
+        let count = Int((seconds * rateHz).rounded())
+        let halfStep = 0.5 / cadenceHz
+        return (0..<count).map { k in
+            let t = start + Double(k) / rateHz
+            let phase = 2 * Double.pi * cadenceHz * (t - start - halfStep)
+            let fade = min(1, (t - start) / halfStep, (start + seconds - t) / halfStep)
+            let vertical = fade * amplitude * (cos(phase) + 0.3 * cos(2 * phase))
+            return Sample(time: t, x: fade * 0.4 * amplitude * sin(phase / 2), y: 0.1, z: standardGravity + vertical)
+        }
+    }
+
+    func stillSamples(from start: Double, seconds: Double, noise: Double = 0, seed: UInt64 = 1) -> [Sample] {
+        var generator = GaussianNoise(seed: seed)
+        let count = Int(seconds * rateHz)
+        return (0..<count).map { k in
+            Sample(time: start + Double(k) / rateHz, x: noise * generator.gaussian(), y: noise * generator.gaussian(),
+                   z: standardGravity + noise * generator.gaussian())
+        }
+    }
+
+    func detect(_ samples: [Sample]) -> [Double] {
+        let detector = PeakStepDetector(sampleRateHz: rateHz)
+        var steps: [Double] = []
+        for sample in samples { detector.process(sample, steps: &steps) }
+        return steps
+    }
+
+    func testCleanTwoHertzGaitCountsEveryStep() {
+        // 20 s at 2 steps/s: 40 footfalls, the first at t = 2.25 s.
+        let samples = stillSamples(from: 0, seconds: 2) + walkingSamples(from: 2, seconds: 20, cadenceHz: 2)
+            + stillSamples(from: 22, seconds: 3)
+        let steps = detect(samples)
+        XCTAssertEqual(steps.count, 40)
+        // Steady inside the walk; the fading first and last steps are stamped a little off their crests.
+        let intervals = zip(steps.dropFirst(), steps).map { $0 - $1 }
+        XCTAssertEqual(intervals.dropFirst().dropLast().min()!, 0.5, accuracy: 0.02)
+        XCTAssertEqual(intervals.dropFirst().dropLast().max()!, 0.5, accuracy: 0.02)
+        XCTAssertEqual(intervals.min()!, 0.5, accuracy: 0.1)
+    }
+
+    func testSlowAndBriskCadencesCountEveryStep() {
+        for cadence in [1.4, 2.5] {
+            let seconds = 40 / cadence
+            let samples = stillSamples(from: 0, seconds: 2) + walkingSamples(from: 2, seconds: seconds, cadenceHz: cadence)
+                + stillSamples(from: 2 + seconds, seconds: 3)
+            XCTAssertEqual(detect(samples).count, 40, "cadence \(cadence) Hz")
+        }
+    }
+
+    func testFirstStepsOfABoutAreCountedRetroactively() {
+        let detector = PeakStepDetector(sampleRateHz: rateHz)
+        var steps: [Double] = []
+        var reportedAt: [(reported: Double, step: Double)] = []
+        for sample in stillSamples(from: 0, seconds: 2) + walkingSamples(from: 2, seconds: 10, cadenceHz: 2) {
+            let before = steps.count
+            detector.process(sample, steps: &steps)
+            for step in steps[before...] { reportedAt.append((sample.time, step)) }
+        }
+        XCTAssertEqual(steps.count, 20)
+        XCTAssertEqual(steps, steps.sorted(), "retroactive steps never go back before an already reported one")
+        // The bout's first six steps arrive together, when the sixth is seen, carrying their own earlier times.
+        let first = reportedAt.prefix(6)
+        XCTAssertTrue(first.allSatisfy { $0.reported == first.first!.reported })
+        XCTAssertEqual(first.first!.step, 2.25, accuracy: 0.2)
+        XCTAssertLessThan(first.first!.step, first.first!.reported - 2.4)
+        // Later steps are reported within a second of their instant.
+        for entry in reportedAt.dropFirst(6) {
+            XCTAssertLessThan(entry.reported - entry.step, 1.0)
+            XCTAssertGreaterThanOrEqual(entry.reported - entry.step, 0)
+        }
+    }
+
+    func testSensorNoiseAddsNoSteps() {
+        XCTAssertEqual(detect(stillSamples(from: 0, seconds: 60, noise: 0.3)), [])
+    }
+
+    func testDeviceOnATableAddsNoSteps() {
+        XCTAssertEqual(detect(stillSamples(from: 0, seconds: 60)), [])
+    }
+
+    func testVehicleVibrationAddsNoSteps() {
+        // A bus: engine vibration at 25 Hz and road rumble well below walking cadence, plus broadband noise.
+        var generator = GaussianNoise(seed: 7)
+        let samples = (0..<Int(120 * rateHz)).map { k -> Sample in
+            let t = Double(k) / rateHz
+            let z = standardGravity + 1.5 * sin(2 * Double.pi * 25 * t) + 0.8 * sin(2 * Double.pi * 0.3 * t)
+                + 0.4 * generator.gaussian()
+            return Sample(time: t, x: 0.5 * sin(2 * Double.pi * 0.2 * t) + 0.3 * generator.gaussian(), y: 0.3 * generator.gaussian(), z: z)
+        }
+        XCTAssertEqual(detect(samples), [])
+    }
+
+    func testAFewHandlingJoltsAddNoSteps() {
+        // Picking the phone up and putting it down: three jolts, then stillness.
+        var samples = stillSamples(from: 0, seconds: 10, noise: 0.05)
+        for (index, jolt) in [2.0, 3.1, 5.0].enumerated() {
+            let k = Int(jolt * rateHz)
+            for d in 0..<12 { samples[k + d].acceleration.z += Double(6 - index) * sin(Double.pi * Double(d) / 12) }
+        }
+        XCTAssertEqual(detect(samples), [])
+    }
+
+    func testFiveStepsAreNotABout() {
+        // Fewer footfalls than a bout needs (a step to the fridge) count nothing.
+        let samples = stillSamples(from: 0, seconds: 2) + walkingSamples(from: 2, seconds: 2.4, cadenceHz: 2)
+            + stillSamples(from: 4.4, seconds: 4)
+        XCTAssertEqual(detect(samples), [])
+    }
+
+    func testGapInTheStreamRestartsCleanly() {
+        // The same walk twice, 30 s apart (a suspended laptop): twice the steps, no ringing at the jump.
+        let walk = walkingSamples(from: 0, seconds: 10, cadenceHz: 2)
+        let later = walk.map { Sample(time: $0.time + 40, acceleration: $0.acceleration) }
+        let steps = detect(walk + later)
+        XCTAssertEqual(steps.count, 2 * detect(walk).count)
+        XCTAssertEqual(detect(walk).count, 20)
+    }
+
+    func testResetForgetsTheWalk() {
+        let detector = PeakStepDetector(sampleRateHz: rateHz)
+        var steps: [Double] = []
+        for sample in walkingSamples(from: 0, seconds: 10, cadenceHz: 2) { detector.process(sample, steps: &steps) }
+        XCTAssertTrue(detector.isWalking)
+        detector.reset()
+        XCTAssertFalse(detector.isWalking)
+        var again: [Double] = []
+        for sample in walkingSamples(from: 0, seconds: 10, cadenceHz: 2) { detector.process(sample, steps: &again) }
+        XCTAssertEqual(again, steps)
+    }
+}
+
+/// Deterministic Gaussian noise (SplitMix64 and Box–Muller), so noise tests are exact and repeatable.
+struct GaussianNoise {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func uniform() -> Double { Double(next() >> 11) / Double(1 << 53) }
+    /// Box–Muller.
+    mutating func gaussian() -> Double {
+        let u = max(uniform(), 1e-300), v = uniform()
+        return (-2 * log(u)).squareRoot() * cos(2 * Double.pi * v)
+    }
+}

@@ -1,0 +1,218 @@
+import Foundation
+import GRDB
+@testable import StepService
+import XCTest
+
+/// The store against real SQLite files in a scratch folder.
+final class StepStoreTests: XCTestCase {
+    private var directory: String!
+
+    override func setUpWithError() throws {
+        directory = "/tmp/stepd-store-\(UUID().uuidString.prefix(8))"
+    }
+
+    override func tearDown() {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    private func makeStore(retentionDays: Int = 400) -> StepStore {
+        var configuration = StepStore.Configuration(directory: directory)
+        configuration.retentionDays = retentionDays
+        return StepStore(configuration: configuration)
+    }
+
+    private func date(_ iso: String) -> Date { ISO8601DateFormatter().date(from: iso)! }
+
+    private func calendar(_ zone: String) -> Calendar {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: zone)!
+        return calendar
+    }
+
+    func testCountContinuesAfterReopen() throws {
+        let since = Date(timeIntervalSince1970: 1_790_000_000)
+        let first = makeStore()
+        XCTAssertEqual(first.open(fresh: .init(steps: 0, since: since)), .init(steps: 0, since: since))
+        for i in 1...5 { first.recordStep(count: i, at: Date(), distanceMeters: 0.7) }
+        XCTAssertEqual(first.close(), .init(steps: 5, since: since))
+
+        let second = makeStore()
+        XCTAssertEqual(second.open(fresh: .init(steps: 0, since: Date())), .init(steps: 5, since: since))
+        let bins = try second.history(from: Date().addingTimeInterval(-120), to: Date().addingTimeInterval(60), size: .minute)
+        XCTAssertEqual(bins.reduce(0) { $0 + $1.steps }, 5)
+        XCTAssertEqual(bins.reduce(0) { $0 + $1.distanceMeters }, 3.5, accuracy: 1e-9)
+        second.close()
+    }
+
+    /// What a `kill -9` leaves: another connection sees the batch within a commit interval, without close().
+    func testBatchReachesTheFileWithinACommitInterval() throws {
+        let store = makeStore()
+        _ = store.open(fresh: .init(steps: 0, since: Date()))
+        store.startCommitting()
+        for i in 1...3 { store.recordStep(count: i, at: Date(), distanceMeters: 0.7) }
+        let reader = try DatabaseQueue(path: store.configuration.path)
+        let deadline = Date().addingTimeInterval(store.configuration.commitIntervalSeconds + 0.5)
+        var seen = 0
+        while Date() < deadline, seen < 3 {
+            seen = try reader.read { try Int.fetchOne($0, sql: "SELECT steps FROM counter") ?? 0 }
+            usleep(20_000)
+        }
+        XCTAssertEqual(seen, 3)
+        XCTAssertEqual(try reader.read { try String.fetchOne($0, sql: "PRAGMA journal_mode") }, "wal")
+        try reader.close()
+        store.close()
+    }
+
+    func testResetZeroesTheCounterAndKeepsHistory() throws {
+        let store = makeStore()
+        _ = store.open(fresh: .init(steps: 0, since: Date()))
+        store.recordStep(count: 1, at: Date(), distanceMeters: 0.7)
+        store.recordStep(count: 2, at: Date(), distanceMeters: 0.7)
+        let resetAt = Date()
+        store.recordReset(since: resetAt)
+        store.recordStep(count: 1, at: Date(), distanceMeters: 0.7)
+        XCTAssertEqual(store.close(), .init(steps: 1, since: resetAt))
+        let reopened = makeStore()
+        XCTAssertEqual(reopened.open(fresh: .init(steps: 0, since: Date())).steps, 1)
+        let bins = try reopened.history(from: Date().addingTimeInterval(-3600), to: Date().addingTimeInterval(60), size: .hour)
+        XCTAssertEqual(bins.reduce(0) { $0 + $1.steps }, 3)
+        reopened.close()
+    }
+
+    /// 2026-03-29 in Berlin has 23 hours (clocks go forward at 02:00); day bins are local days.
+    func testDayBinsAreLocalDaysAcrossTheClockChange() throws {
+        let store = makeStore()
+        _ = store.open(fresh: .init(steps: 0, since: Date()))
+        for (i, t) in ["2026-03-28T23:30:00+01:00", "2026-03-29T00:10:00+01:00", "2026-03-29T03:30:00+02:00",
+                       "2026-03-29T23:50:00+02:00", "2026-03-29T23:50:30+02:00", "2026-03-30T00:05:00+02:00"].enumerated() {
+            store.recordStep(count: i + 1, at: date(t), distanceMeters: 1)
+        }
+        let berlin = calendar("Europe/Berlin")
+        let bins = try store.history(from: date("2026-03-28T00:00:00+01:00"), to: date("2026-03-31T00:00:00+02:00"),
+                                     size: .day, calendar: berlin)
+        XCTAssertEqual(bins.map(\.steps), [1, 4, 1])
+        XCTAssertEqual(bins.map(\.start), [date("2026-03-28T00:00:00+01:00"), date("2026-03-29T00:00:00+01:00"),
+                                           date("2026-03-30T00:00:00+02:00")])
+        XCTAssertEqual(bins[1].end.timeIntervalSince(bins[1].start), 23 * 3600)
+        XCTAssertNil(bins[0].floors)
+        // The same steps by UTC day fall differently: the bins really follow the calendar given.
+        let utc = try store.history(from: date("2026-03-28T00:00:00Z"), to: date("2026-03-31T00:00:00Z"),
+                                    size: .day, calendar: calendar("UTC"))
+        XCTAssertEqual(utc.map(\.steps), [2, 4])
+        store.close()
+    }
+
+    /// India is UTC+5:30: a local hour is not a UTC hour.
+    func testHourBinsAreLocalHoursWhereTheOffsetIsNotWhole() throws {
+        let store = makeStore()
+        _ = store.open(fresh: .init(steps: 0, since: Date()))
+        store.recordStep(count: 1, at: date("2026-05-04T10:20:00+05:30"), distanceMeters: 1)
+        store.recordStep(count: 2, at: date("2026-05-04T10:50:00+05:30"), distanceMeters: 1)
+        store.recordStep(count: 3, at: date("2026-05-04T11:01:00+05:30"), distanceMeters: 1)
+        let bins = try store.history(from: date("2026-05-04T00:00:00+05:30"), to: date("2026-05-05T00:00:00+05:30"),
+                                     size: .hour, calendar: calendar("Asia/Kolkata"))
+        XCTAssertEqual(bins.map(\.steps), [2, 1])
+        XCTAssertEqual(bins.first?.start, date("2026-05-04T04:30:00Z"))
+        let minutes = try store.history(from: date("2026-05-04T10:20:30+05:30"), to: date("2026-05-04T10:51:00+05:30"),
+                                        size: .minute)
+        XCTAssertEqual(minutes.map(\.start), [date("2026-05-04T10:20:00+05:30"), date("2026-05-04T10:50:00+05:30")],
+                       "a range starting mid-minute keeps that minute")
+        store.close()
+    }
+
+    func testFloorsAddUpPerMinuteAndStayAbsentWithoutABarometer() throws {
+        let store = makeStore()
+        _ = store.open(fresh: .init(steps: 0, since: Date()))
+        store.recordStep(count: 1, at: date("2026-06-01T10:00:10Z"), distanceMeters: 1)
+        store.recordFloors(1, at: date("2026-06-01T10:01:10Z"))
+        store.recordFloors(2, at: date("2026-06-01T10:01:50Z"))
+        let bins = try store.history(from: date("2026-06-01T10:00:00Z"), to: date("2026-06-01T10:02:00Z"), size: .minute)
+        XCTAssertEqual(bins.map(\.floors), [nil, 3])
+        store.close()
+    }
+
+    func testPruningDropsWhatIsOlderThanTheRetention() throws {
+        let store = makeStore()
+        _ = store.open(fresh: .init(steps: 0, since: Date()))
+        store.recordStep(count: 1, at: Date().addingTimeInterval(-3 * 86_400), distanceMeters: 1)
+        store.recordStep(count: 2, at: Date(), distanceMeters: 1)
+        store.record(StoredTrackPoint(time: Date().addingTimeInterval(-3 * 86_400), latitudeDegrees: 48, longitudeDegrees: 11, mode: "3d"))
+        store.close()
+        let pruned = makeStore(retentionDays: 2)
+        _ = pruned.open(fresh: .init(steps: 0, since: Date()))
+        let bins = try pruned.history(from: Date().addingTimeInterval(-5 * 86_400), to: Date().addingTimeInterval(60), size: .day)
+        XCTAssertEqual(bins.reduce(0) { $0 + $1.steps }, 1)
+        XCTAssertEqual(try pruned.trackPoints(from: .distantPast, to: .distantFuture), [])
+        pruned.close()
+    }
+
+    func testTrackPointsAndVisitsRoundTrip() throws {
+        let store = makeStore()
+        _ = store.open(fresh: .init(steps: 0, since: Date()))
+        let point = StoredTrackPoint(time: date("2026-06-01T10:00:00Z"), latitudeDegrees: 48.137, longitudeDegrees: 11.575,
+                                     altitudeMSLMeters: 519.5, ephMeters: 4.2, mode: "3d", satellitesUsed: 9)
+        store.record(point)
+        var visit = StoredVisit(arrival: date("2026-06-01T10:05:00Z"), departure: nil, latitudeDegrees: 48.1,
+                                longitudeDegrees: 11.5, radiusMeters: 20, fixCount: 300)
+        store.record(visit)
+        XCTAssertEqual(try store.visits(from: date("2026-06-01T00:00:00Z"), to: date("2026-06-02T00:00:00Z")), [visit])
+        visit.departure = date("2026-06-01T11:00:00Z")
+        visit.fixCount = 3600
+        store.record(visit)
+        XCTAssertEqual(try store.trackPoints(from: date("2026-06-01T00:00:00Z"), to: date("2026-06-02T00:00:00Z")), [point])
+        XCTAssertEqual(try store.visits(from: date("2026-06-01T00:00:00Z"), to: date("2026-06-02T00:00:00Z")), [visit])
+        store.close()
+    }
+
+    func testCorruptDatabaseIsAStateNotACrash() throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let garbage = Data(repeating: 0x5A, count: 8192)
+        let store = makeStore()
+        FileManager.default.createFile(atPath: store.configuration.path, contents: garbage)
+        let fresh = StepStore.Counter(steps: 0, since: Date())
+        XCTAssertEqual(store.open(fresh: fresh), fresh)
+        XCTAssertEqual(store.status.state, "failed")
+        let error = try XCTUnwrap(store.status.error)
+        XCTAssertTrue(error.contains(store.configuration.path) && error.contains("not a database"), error)
+        store.startCommitting()
+        store.recordStep(count: 1, at: Date(), distanceMeters: 1)
+        XCTAssertThrowsError(try store.history(from: Date().addingTimeInterval(-60), to: Date(), size: .minute)) {
+            guard case StoreError.unavailable = $0 else { return XCTFail("\($0)") }
+        }
+        XCTAssertNil(store.close())
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: store.configuration.path)), garbage, "never overwritten")
+    }
+
+    func testStateDirectoryThatIsAFileIsReported() throws {
+        FileManager.default.createFile(atPath: directory, contents: Data("x".utf8))
+        let store = makeStore()
+        _ = store.open(fresh: .init(steps: 0, since: Date()))
+        XCTAssertEqual(store.status.state, "failed")
+        XCTAssertTrue(store.status.error?.hasPrefix("cannot create the state directory \(directory!)") ?? false,
+                      store.status.error ?? "")
+        XCTAssertNil(store.close())
+    }
+
+    func testRangesAreChecked() {
+        let now = Date()
+        XCTAssertThrowsError(try HistoryBinning.validate(from: now, to: now, size: .day))
+        XCTAssertThrowsError(try HistoryBinning.validate(from: now.addingTimeInterval(-8 * 86_400), to: now, size: .minute)) {
+            XCTAssertEqual($0 as? StoreError, .rangeTooLong(bin: .minute, maximumDays: 7))
+        }
+        XCTAssertNoThrow(try HistoryBinning.validate(from: now.addingTimeInterval(-400 * 86_400), to: now, size: .day))
+        XCTAssertThrowsError(try HistoryBinning.validate(from: now.addingTimeInterval(-93 * 86_400), to: now, size: .hour))
+    }
+
+    /// Autumn in Berlin: 02:00–03:00 happens twice, and each is an hour bin of its own.
+    func testRepeatedHourIsTwoBins() {
+        let berlin = calendar("Europe/Berlin")
+        let hours = HistoryBinning.intervals(from: date("2026-10-25T01:30:00+02:00"), to: date("2026-10-25T04:00:00+01:00"),
+                                             size: .hour, calendar: berlin)
+        XCTAssertEqual(hours.map(\.start), [date("2026-10-25T01:00:00+02:00"), date("2026-10-25T02:00:00+02:00"),
+                                            date("2026-10-25T02:00:00+01:00"), date("2026-10-25T03:00:00+01:00")])
+        XCTAssertTrue(hours.allSatisfy { $0.duration == 3600 })
+        let days = HistoryBinning.intervals(from: date("2026-10-24T12:00:00+02:00"), to: date("2026-10-26T00:00:01+01:00"),
+                                            size: .day, calendar: berlin)
+        XCTAssertEqual(days.map(\.duration), [24 * 3600, 25 * 3600, 24 * 3600])
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import XCTest
+
+/// `stepd bench` on a folder of traces, as a user runs it.
+final class BenchCommandTests: XCTestCase {
+    /// A trace folder made of the bundled recording and its ground truth.
+    private func traceFolder(steps: String? = nil) throws -> URL {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("stepd-bench-\(UUID().uuidString)")
+        let trace = root.appendingPathComponent("walk-inhand")
+        try FileManager.default.createDirectory(at: trace, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(at: root) }
+        try FileManager.default.createSymbolicLink(atPath: trace.appendingPathComponent("accel.csv.gz").path,
+                                                   withDestinationPath: Binaries.bundledRecording)
+        let stepsFile = trace.appendingPathComponent("steps.csv")
+        if let steps {
+            try steps.write(to: stepsFile, atomically: true, encoding: .utf8)
+        } else {
+            let truth = (Binaries.bundledRecording as NSString).deletingLastPathComponent + "/walk-inhand.steps.csv"
+            try FileManager.default.createSymbolicLink(atPath: stepsFile.path, withDestinationPath: truth)
+        }
+        return root
+    }
+
+    func testBenchCountsWhatAnalyzeCountsAndScoresIt() throws {
+        let root = try traceFolder()
+        let analyze = try runCommand(Binaries.stepd, ["analyze", "--json", Binaries.bundledRecording])
+        let offline = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(analyze.stdout.utf8)) as? [String: Any])?["steps"] as? Int)
+        let bench = try runCommand(Binaries.stepd, ["bench", "--throughput-seconds", "0", root.path])
+        XCTAssertEqual(bench.status, 0, bench.stderr)
+        // "walk-inhand   182  |   <peak det> <APE> <F1>  |   <threshold det> <APE> <F1>"
+        let row = try XCTUnwrap(bench.stdout.split(separator: "\n").first { $0.hasPrefix("walk-inhand ") }, bench.stdout)
+        let fields = row.split(separator: " ").filter { $0 != "|" }
+        XCTAssertEqual(fields.count, 8, String(row))
+        XCTAssertEqual(Int(fields[1]), 182, "true steps: the rows of steps.csv")
+        XCTAssertEqual(Int(fields[2]), offline, "the default detector counts in bench what it counts in analyze")
+        let f1 = try XCTUnwrap(Double(fields[4]))
+        XCTAssertGreaterThan(f1, 0.95)
+        XCTAssertTrue(bench.stdout.contains("-- \(root.lastPathComponent) total:"), bench.stdout)
+        XCTAssertTrue(bench.stdout.contains("report delay (peak)"), bench.stdout)
+    }
+
+    func testBenchTimesThePipeline() throws {
+        let root = try traceFolder()
+        let bench = try runCommand(Binaries.stepd, ["bench", "--detector", "peak", "--throughput-seconds", "0.2",
+                                                    "--reference-samples-per-second", "1000000", root.path])
+        XCTAssertEqual(bench.status, 0, bench.stderr)
+        XCTAssertTrue(bench.stdout.contains("million samples/s"), bench.stdout)
+        XCTAssertTrue(bench.stdout.contains("numpy/scipy reference: 1.000 million samples/s"), bench.stdout)
+    }
+
+    func testAFolderWithoutTracesIsAClearError() throws {
+        let empty = FileManager.default.temporaryDirectory.appendingPathComponent("stepd-bench-empty-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: empty) }
+        let bench = try runCommand(Binaries.stepd, ["bench", empty.path])
+        XCTAssertNotEqual(bench.status, 0)
+        XCTAssertTrue(bench.stderr.contains("no traces"), bench.stderr)
+    }
+
+    func testAMalformedStepsFileNamesItsLine() throws {
+        let root = try traceFolder(steps: "t\n1.5\nsoon\n")
+        let bench = try runCommand(Binaries.stepd, ["bench", "--throughput-seconds", "0", root.path])
+        XCTAssertNotEqual(bench.status, 0)
+        XCTAssertTrue(bench.stderr.contains("steps.csv:3: expected a step time, found 'soon'"), bench.stderr)
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import XCTest
+
+/// `make install` / `make uninstall`, and the installed units as systemd-analyze judges them.
+final class ServiceInstallTests: XCTestCase {
+    private func make(_ arguments: [String]) throws -> CommandResult {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/make") else { throw XCTSkip("make is not installed") }
+        return try runCommand("/usr/bin/make", ["-C", Binaries.repository.path, "BUILT=\(Binaries.productsDirectory.path)"] + arguments)
+    }
+
+    private func systemdAnalyze() throws -> String {
+        let path = "/usr/bin/systemd-analyze"
+        guard FileManager.default.isExecutableFile(atPath: path) else { throw XCTSkip("systemd-analyze is not installed") }
+        return path
+    }
+
+    private func files(under root: String) -> Set<String> {
+        var found: Set<String> = []
+        let enumerator = FileManager.default.enumerator(atPath: root)
+        while let relative = enumerator?.nextObject() as? String {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: root + "/" + relative, isDirectory: &isDirectory), !isDirectory.boolValue {
+                found.insert("/" + relative)
+            }
+        }
+        return found
+    }
+
+    func testInstallsIntoDestdirAndUninstallsCleanly() throws {
+        let directory = try TemporaryDirectory()
+        let destdir = directory.file("root")
+        let install = try make(["install", "DESTDIR=\(destdir)", "PREFIX=/usr"])
+        XCTAssertEqual(install.status, 0, install.stdout + install.stderr)
+        XCTAssertEqual(files(under: destdir), [
+            "/usr/bin/stepd", "/usr/bin/stepctl",
+            "/usr/lib/systemd/system/stepd.service", "/usr/lib/systemd/system/stepd.socket",
+            "/usr/lib/sysusers.d/stepd.conf", "/usr/lib/udev/rules.d/60-stepd.rules",
+            "/usr/share/stepd/81-stepd-no-sensor-proxy.rules.example",
+            "/usr/share/stepd/walk-inhand.csv.gz", "/usr/share/stepd/README.md",
+            "/usr/share/man/man8/stepd.8", "/usr/share/man/man1/stepctl.1",
+            "/etc/stepd/stepd.conf", "/etc/stepd/stepd.conf.example",
+        ])
+        XCTAssertTrue(FileManager.default.isExecutableFile(atPath: destdir + "/usr/bin/stepd"))
+        let unit = try String(contentsOfFile: destdir + "/usr/lib/systemd/system/stepd.service", encoding: .utf8)
+        XCTAssertTrue(unit.contains("\nExecStart=/usr/bin/stepd --config /etc/stepd/stepd.conf\n"), unit)
+        for directive in ["Type=notify", "WatchdogSec=30", "Restart=on-failure", "RestartPreventExitStatus=64 78",
+                          "User=stepd", "StateDirectory=stepd", "RuntimeDirectory=stepd", "DeviceAllow=char-iio rw"] {
+            XCTAssertTrue(unit.contains("\n\(directive)\n"), "stepd.service lacks \(directive)")
+        }
+        let socketUnit = try String(contentsOfFile: destdir + "/usr/lib/systemd/system/stepd.socket", encoding: .utf8)
+        for directive in ["ListenStream=/run/stepd/stepd.sock", "SocketGroup=stepd", "SocketMode=0660"] {
+            XCTAssertTrue(socketUnit.contains("\n\(directive)\n"), "stepd.socket lacks \(directive)")
+        }
+        XCTAssertFalse(unit.contains("@BINDIR@") || unit.contains("@SYSCONFDIR@"), "an unsubstituted placeholder is left")
+        // The installed daemon finds the bundled recording beside its prefix.
+        let analyze = try runCommand(destdir + "/usr/bin/stepd", ["analyze", destdir + "/usr/share/stepd/walk-inhand.csv.gz"])
+        XCTAssertEqual(analyze.status, 0, analyze.stderr)
+
+        // An administrator's configuration survives both a reinstall and the uninstall.
+        try "log_level = debug\n".write(toFile: destdir + "/etc/stepd/stepd.conf", atomically: true, encoding: .utf8)
+        XCTAssertEqual(try make(["install", "DESTDIR=\(destdir)", "PREFIX=/usr"]).status, 0)
+        XCTAssertEqual(try String(contentsOfFile: destdir + "/etc/stepd/stepd.conf", encoding: .utf8), "log_level = debug\n")
+        let uninstall = try make(["uninstall", "DESTDIR=\(destdir)", "PREFIX=/usr"])
+        XCTAssertEqual(uninstall.status, 0, uninstall.stderr)
+        XCTAssertEqual(files(under: destdir), ["/etc/stepd/stepd.conf"])
+    }
+
+    func testInstalledUnitsPassVerifyAndAreHardened() throws {
+        let analyze = try systemdAnalyze()
+        let directory = try TemporaryDirectory()
+        // Installed for real under a scratch prefix, so that ExecStart= names an existing binary.
+        let prefix = directory.file("usr")
+        let install = try make(["install", "PREFIX=\(prefix)", "SYSCONFDIR=\(directory.file("etc"))"])
+        XCTAssertEqual(install.status, 0, install.stdout + install.stderr)
+        let units = prefix + "/lib/systemd/system"
+        let verify = try runCommand(analyze, ["verify", "--man=no", units + "/stepd.service", units + "/stepd.socket"])
+        XCTAssertEqual(verify.status, 0, verify.stdout + verify.stderr)
+        XCTAssertFalse((verify.stdout + verify.stderr).contains("stepd."), "verify complains:\n\(verify.stdout)\(verify.stderr)")
+
+        let security = try runCommand(analyze, ["security", "--offline=true", "--no-pager", units + "/stepd.service"])
+        let line = try XCTUnwrap((security.stdout + security.stderr).split(separator: "\n")
+            .first { $0.contains("Overall exposure level for stepd.service") }, security.stdout + security.stderr)
+        print(line)
+        let figure = try XCTUnwrap(line.split(separator: " ").compactMap { Double($0) }.first, String(line))
+        XCTAssertLessThan(figure, 2.5)
+
+        let sysusers = try runCommand("/usr/bin/systemd-sysusers", ["--dry-run", "--root=\(directory.file("sysroot"))",
+                                                                   prefix + "/lib/sysusers.d/stepd.conf"])
+        XCTAssertEqual(sysusers.status, 0, sysusers.stderr)
+        XCTAssertTrue((sysusers.stdout + sysusers.stderr).contains("Creating user 'stepd'"), sysusers.stdout + sysusers.stderr)
+    }
+}

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""A straightforward numpy/scipy implementation of stepd's default step pipeline, for comparison.
+
+Same stages as Sources/StepProcessing: linear resampling to 60 Hz (a new grid after a gap > 0.5 s), magnitude,
+second-order Butterworth high-pass 0.8 Hz and low-pass 2.5 Hz (scipy.signal.lfilter, RBJ cookbook
+coefficients), then the gait-cycle hysteresis and the walking-bout gate. Resampling and filtering are
+vectorised; the cycle and bout logic is a state machine over samples, so it is a plain Python loop.
+
+    scripts/reference_pipeline.py [--seconds S] [--counts] DIR...
+
+Prints the step count per trace with --counts (they should equal `stepd bench`'s), and the throughput in
+input samples per second on one core (samples already in memory, timed by process CPU time), as the last
+line: `reference samples/s: N`.
+"""
+import argparse, glob, gzip, os, sys, time
+import numpy as np
+from scipy.signal import lfilter, lfilter_zi
+
+RATE_HZ = 60.0
+GAP_S = 0.5
+CYCLE = dict(floor=0.6, fraction=0.25, follow=0.1, decay_s=1.0)
+BOUT = dict(confirm=6, min_interval=0.25, max_interval=1.5, min_period_fraction=0.5, stride_tolerance=0.25,
+            step_asymmetry=2.0, amplitude_spread=4.0, min_amplitude_fraction=0.35, period_rate=0.2, amplitude_rate=0.1,
+            missed_min_periods=1.6, missed_max_periods=2.4)
+
+
+def biquad(kind, cutoff_hz, rate_hz=RATE_HZ, q=2 ** -0.5):
+    w = 2 * np.pi * cutoff_hz / rate_hz
+    alpha, c = np.sin(w) / (2 * q), np.cos(w)
+    a0 = 1 + alpha
+    if kind == 'low':
+        b = np.array([(1 - c) / 2, 1 - c, (1 - c) / 2]) / a0
+    else:
+        b = np.array([(1 + c) / 2, -(1 + c), (1 + c) / 2]) / a0
+    return b, np.array([1, -2 * c / a0, (1 - alpha) / a0])
+
+
+HIGH = biquad('high', 0.8)
+LOW = biquad('low', 2.5)
+
+
+def resample(t, xyz):
+    """Segments split at gaps or backward time; each on its own grid from its first sample."""
+    d = np.diff(t)
+    cuts = np.where((d > GAP_S) | (d < 0))[0] + 1
+    for s, e in zip(np.r_[0, cuts], np.r_[cuts, len(t)]):
+        ts, xs = t[s:e], xyz[s:e]
+        keep = np.r_[True, np.diff(ts) > 0]
+        ts, xs = ts[keep], xs[keep]
+        n = int(np.floor((ts[-1] - ts[0]) * RATE_HZ + 1e-9)) + 1
+        grid = ts[0] + np.arange(n) / RATE_HZ
+        grid = grid[grid <= ts[-1]]
+        yield grid, np.column_stack([np.interp(grid, ts, xs[:, i]) for i in range(3)])
+
+
+def band_pass(magnitude):
+    y = lfilter(*HIGH, magnitude, zi=lfilter_zi(*HIGH) * magnitude[0])[0]
+    return lfilter(*LOW, y)
+
+
+def detect(grid, value):
+    """Gait cycles with adaptive hysteresis, counted only inside confirmed walking bouts."""
+    c, b = CYCLE, BOUT
+    decay = 1 - 1 / (RATE_HZ * c['decay_s'])
+    rising, crest, crest_t, trough, trough_before, rise_t, env = False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+    walking, last, period, size = False, -np.inf, 0.55, 0.0
+    held_t, held_a, steps = [], [], []
+    for t, v in zip(grid.tolist(), value.tolist()):
+        h = max(c['floor'], c['fraction'] * env)
+        cycle = None
+        if rising:
+            if v > crest:
+                crest, crest_t = v, t
+            elif v < crest - h:
+                rising, trough = False, v
+                amp = crest - trough_before
+                env = amp if amp > env else env + (amp - env) * c['follow']
+                cycle = (0.5 * (rise_t + crest_t), amp)
+        elif v < trough:
+            trough = v
+        elif v > trough + h:
+            rising, crest, crest_t, rise_t, trough_before = True, v, t, t, trough
+        env *= decay
+        if cycle is not None:
+            ct, ca = cycle
+            if walking:
+                iv = ct - last
+                if ca < b['min_amplitude_fraction'] * size or iv < max(b['min_interval'], b['min_period_fraction'] * period):
+                    ct = None
+                elif iv <= b['max_interval']:
+                    if b['missed_min_periods'] * period < iv < b['missed_max_periods'] * period:
+                        steps.append(last + iv / 2); iv = iv / 2
+                    steps.append(ct); last = ct
+                    period += (iv - period) * b['period_rate']; size += (ca - size) * b['amplitude_rate']
+                    ct = None
+                else:
+                    walking, held_t, held_a = False, [], []
+            if ct is not None:
+                if held_t and ct - held_t[-1] < b['min_interval']:
+                    if ca > held_a[-1]:
+                        held_t[-1], held_a[-1] = ct, ca
+                else:
+                    if held_t and ct - held_t[-1] > b['max_interval']:
+                        held_t, held_a = [], []
+                    held_t.append(ct); held_a.append(ca)
+                    if len(held_t) >= 3:
+                        j1, j2 = held_t[-1] - held_t[-2], held_t[-2] - held_t[-3]
+                        if max(j1, j2) > b['step_asymmetry'] * min(j1, j2):
+                            held_t, held_a = held_t[-2:], held_a[-2:]
+                    if len(held_t) >= 4:
+                        i1, i2, i3 = held_t[-1] - held_t[-2], held_t[-2] - held_t[-3], held_t[-3] - held_t[-4]
+                        if abs(i1 - i3) > b['stride_tolerance'] * (i1 + i2):
+                            held_t, held_a = held_t[-2:], held_a[-2:]
+                    k = 0
+                    while max(held_a[k:]) > b['amplitude_spread'] * min(held_a[k:]):
+                        k += 1
+                    held_t, held_a = held_t[k:], held_a[k:]
+                    if len(held_t) >= b['confirm']:
+                        steps.extend(held_t); last = held_t[-1]; walking = True
+                        period = float(np.median(np.diff(held_t))); size = float(np.median(held_a))
+                        held_t, held_a = [], []
+        if walking and t - last > b['max_interval']:
+            walking = False
+    return steps
+
+
+def pipeline(t, xyz):
+    steps = []
+    for grid, uniform in resample(t, xyz):
+        steps += detect(grid, band_pass(np.sqrt((uniform ** 2).sum(axis=1))))
+    return steps
+
+
+def traces(folders):
+    for folder in folders:
+        paths = sorted(glob.glob(os.path.join(folder, '*', 'accel.csv*'))) or sorted(glob.glob(os.path.join(folder, 'accel.csv*')))
+        for path in paths:
+            opener = gzip.open if path.endswith('.gz') else open
+            with opener(path, 'rt') as f:
+                data = np.loadtxt(f, delimiter=',', skiprows=1)
+            yield os.path.basename(os.path.dirname(path)), data[:, 0].copy(), data[:, 1:4].copy()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--seconds', type=float, default=3.0, help='CPU seconds to time (at least one pass)')
+    parser.add_argument('--counts', action='store_true', help='print the step count per trace')
+    parser.add_argument('folders', nargs='+')
+    args = parser.parse_args()
+    loaded = list(traces(args.folders))
+    if not loaded:
+        sys.exit(f'no traces under {" ".join(args.folders)}')
+    if args.counts:
+        for name, t, xyz in loaded:
+            print(f'{name} {len(pipeline(t, xyz))}')
+    processed, start = 0, time.process_time()
+    while True:
+        for name, t, xyz in loaded:
+            pipeline(t, xyz)
+            processed += len(t)
+            if time.process_time() - start >= args.seconds:
+                break
+        else:
+            continue
+        break
+    elapsed = time.process_time() - start
+    print(f'reference samples/s: {processed / elapsed:.0f}')
+
+
+if __name__ == '__main__':
+    main()

@@ -1,7 +1,121 @@
 #include "cgps.h"
 
+#include <errno.h>
+#include <gps.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct cgps_session {
+    struct gps_data_t data;
+    // gps_read copies the report's JSON here (API >= 7); the class name tells a TPV from the rest,
+    // because gps_data_t.set accumulates bits across reports.
+    char message[8192];
+};
+
 void cgps_api_version(int *major, int *minor)
 {
     *major = GPSD_API_MAJOR_VERSION;
     *minor = GPSD_API_MINOR_VERSION;
+}
+
+static const char *failure_text(int code)
+{
+    // libgps reports socket failures as its own negative codes (NL_NOHOST, NL_NOCONNECT, ...), in the
+    // return value or in errno, and system failures as a positive errno.
+    if (code < -1) return gps_errstr(code);
+    if (errno < 0) return gps_errstr(errno);
+    if (errno > 0) return strerror(errno);
+    return "connection closed by gpsd";
+}
+
+cgps_session *cgps_open(const char *host, const char *port, const char **error)
+{
+    cgps_session *session = calloc(1, sizeof *session);
+    if (session == NULL) {
+        *error = "out of memory";
+        return NULL;
+    }
+    errno = 0;
+    int rc = gps_open(host, port, &session->data);
+    if (rc != 0) {
+        *error = failure_text(rc);
+        free(session);
+        return NULL;
+    }
+    if (gps_stream(&session->data, WATCH_ENABLE | WATCH_JSON, NULL) < 0) {
+        *error = strerror(errno != 0 ? errno : EIO);
+        gps_close(&session->data);
+        free(session);
+        return NULL;
+    }
+    return session;
+}
+
+int cgps_wait(cgps_session *session, int timeout_us)
+{
+    errno = 0;
+    if (gps_waiting(&session->data, timeout_us)) return 1;
+    // gps_waiting returns false both on timeout and on error; errno tells them apart.
+    return errno != 0 && errno != EINTR && errno != EAGAIN ? -1 : 0;
+}
+
+static double finite_or_nan(double value)
+{
+    return isfinite(value) ? value : NAN;
+}
+
+int cgps_read(cgps_session *session, cgps_fix *fix, const char **error)
+{
+    errno = 0;
+    session->message[0] = '\0';
+#if GPSD_API_MAJOR_VERSION >= 7
+    int n = gps_read(&session->data, session->message, (int)sizeof session->message);
+#else
+    int n = gps_read(&session->data);
+#endif
+    if (n < 0) {
+        *error = failure_text(n);
+        return -1;
+    }
+    if (n == 0) {
+        *error = "connection closed by gpsd";
+        return -1;
+    }
+    if (strstr(session->message, "\"class\":\"TPV\"") == NULL) return 0;
+
+    const struct gps_data_t *d = &session->data;
+    const struct gps_fix_t *f = &d->fix;
+    memset(fix, 0, sizeof *fix);
+    fix->time_sec = (int64_t)f->time.tv_sec;
+    fix->time_nsec = (int64_t)f->time.tv_nsec;
+    fix->mode = f->mode;
+#if GPSD_API_MAJOR_VERSION >= 10
+    fix->status = f->status;
+#else
+    fix->status = d->status;
+#endif
+    fix->latitude_deg = finite_or_nan(f->latitude);
+    fix->longitude_deg = finite_or_nan(f->longitude);
+#if GPSD_API_MAJOR_VERSION >= 9
+    fix->alt_msl_m = finite_or_nan(f->altMSL);
+    fix->alt_hae_m = finite_or_nan(f->altHAE);
+#else
+    fix->alt_msl_m = finite_or_nan(f->altitude);
+    fix->alt_hae_m = NAN;
+#endif
+    fix->eph_m = finite_or_nan(f->eph);
+    fix->epv_m = finite_or_nan(f->epv);
+    fix->speed_mps = finite_or_nan(f->speed);
+    fix->track_deg = finite_or_nan(f->track);
+    fix->climb_mps = finite_or_nan(f->climb);
+    fix->satellites_used = d->satellites_used;
+    return 1;
+}
+
+void cgps_close(cgps_session *session)
+{
+    if (session == NULL) return;
+    gps_close(&session->data);
+    free(session);
 }

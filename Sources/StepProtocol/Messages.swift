@@ -57,10 +57,13 @@ public struct StatusMessage: Codable, Sendable {
     public var gravity: [Double]?
     /// The history database; absent when the daemon runs without one.
     public var store: StoreStatusMessage?
+    /// The link to gpsd and the fix (LocationMessages.swift).
+    public var gps: GPSStatus?
     public var id: JSONValue?
     public init(release: String, uptime_s: Double, source: SourceStatus, detector: String, rate_in_hz: Double,
                 rate_out_hz: Double, samples_in: Int, samples_out: Int, clients: Int, dropped_watchers: Int,
-                gravity: [Double]?, id: JSONValue? = nil) {
+                gravity: [Double]?, gps: GPSStatus? = nil, id: JSONValue? = nil) {
+        self.gps = gps
         self.dropped_watchers = dropped_watchers
         self.gravity = gravity
         self.release = release
@@ -180,6 +183,8 @@ public struct WatchMessage: Codable, Sendable {
 /// The classes a client can watch.
 public enum WatchClass: String, CaseIterable, Sendable {
     case step = "STEP"
+    case position = "POSITION"
+    case visit = "VISIT"
     case pedometer = "PEDOMETER"
     case activity = "ACTIVITY"
     case motion = "MOTION"

@@ -30,6 +30,7 @@ public enum RequestError: Error, Equatable, CustomStringConvertible {
 public struct Request: Sendable {
     public enum Command: String, CaseIterable, Sendable {
         case status, steps, reset, watch, history
+        case position, track, visits  // Location: see LocationMessages.swift
     }
 
     public let command: Command
@@ -87,6 +88,12 @@ public struct Request: Sendable {
             guard let s = $0.stringValue else { throw RequestError.badField(name: name, expected: "an array of strings") }
             return s
         }
+    }
+
+    public func string(_ name: String) throws -> String? {
+        guard let v = fields[name], v != .null else { return nil }
+        guard let s = v.stringValue else { throw RequestError.badField(name: name, expected: "a string") }
+        return s
     }
 
     public func number(_ name: String) throws -> Double? {

@@ -19,6 +19,7 @@ struct Status: ParsableCommand {
         emit("rate:     \(number(o["rate_in_hz"])) Hz in, \(number(o["rate_out_hz"])) Hz out; "
              + "\(o["samples_in"] ?? 0) samples in, \(o["samples_out"] ?? 0) out")
         emit("clients:  \(o["clients"] ?? 0)")
+        emit("gps:      \(describe(gps: o["gps"] as? [String: Any]))")
         if let store = o["store"] as? [String: Any] {
             var state = store["state"] as? String ?? "-"
             if let error = store["error"] as? String { state += " (\(error))" }
@@ -86,6 +87,8 @@ func describe(event o: [String: Any]) -> String {
     let time = o["time"] as? String ?? o["end"] as? String ?? "-"
     switch o["class"] as? String {
     case "STEP": return "\(time)  STEP       step \(o["steps"] ?? 0)"
+    case "POSITION": return "\(time)  POSITION   \(describe(position: o))"
+    case "VISIT": return "\(o["departure"] as? String ?? o["arrival"] as? String ?? "-")  VISIT      \(describe(visit: o))"
     case "ACTIVITY": return "\(time)  ACTIVITY   \(o["state"] ?? "-")"
     case "PEDOMETER":
         var line = "\(time)  PEDOMETER  \(o["steps"] ?? 0) steps, \(number(o["distance_m"])) m, "

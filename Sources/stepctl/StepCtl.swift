@@ -8,7 +8,8 @@ struct StepCtl: ParsableCommand {
         commandName: "stepctl",
         abstract: "Query and control the stepd daemon.",
         version: "0.1.0",
-        subcommands: [Status.self, Steps.self, Reset.self, Watch.self, Graph.self, Summary.self, History.self])
+        subcommands: [Status.self, Steps.self, Reset.self, Watch.self, Graph.self, Summary.self, History.self,
+                      Position.self, Track.self, Visits.self])
 }
 
 /// Options every subcommand takes.

@@ -47,7 +47,10 @@ struct Run: ParsableCommand {
     // stepd.conf, the state directory, retention (ServiceOptions.swift); flags override the file.
     @OptionGroup var service: ServiceOptions
 
+    @OptionGroup(title: "Position (gpsd)") var gps: GPSOptions
+
     func validate() throws {
+        try gps.validate()
         guard StepDetectorKind(rawValue: detector) != nil else {
             throw ValidationError("unknown detector '\(detector)'; known: \(StepDetectorKind.allCases.map(\.rawValue).joined(separator: ", "))")
         }
@@ -71,6 +74,7 @@ struct Run: ParsableCommand {
         var engineConfiguration = Engine.Configuration()
         engineConfiguration.detector = StepDetectorKind(rawValue: detector)!
         engineConfiguration.heightMeters = height
+        let gpsSource = try gps.makeSource(configuring: &engineConfiguration.location)
         let engine = Engine(configuration: engineConfiguration)
         let runtime = ServiceRuntime(options: service, engine: engine, logger: logger)
         runtime.openStore()
@@ -96,6 +100,7 @@ struct Run: ParsableCommand {
 
         engine.attach(source: source)
         source.start(sink: engine)
+        gpsSource?.start(sink: engine)
         print("stepd: counting steps from \(source.description)")
         print("stepd: listening on \(socketPath)")
         print("stepd: try   stepctl --socket \(socketPath) steps")
@@ -105,6 +110,7 @@ struct Run: ParsableCommand {
 
         ShutdownHandler.install(logger: logger) {
             source.stop()
+            gpsSource?.stop()
             runtime.stop()
             server.stop()
         }

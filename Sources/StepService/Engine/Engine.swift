@@ -14,12 +14,13 @@ public final class Engine: HardwareStepSink, @unchecked Sendable {
         public var rateHz: Double = 60
         /// The walker's height, for the stride length until GPS calibrates it.
         public var heightMeters: Double = 1.70
+        public var location = LocationConfiguration()
         public init() {}
     }
 
     public let configuration: Configuration
     let queue = DispatchQueue(label: "stepd.pipeline", qos: .userInitiated)
-    private let logger: Logger
+    let logger: Logger
 
     // Owned by `queue`.
     private let pipeline: StepPipeline
@@ -43,7 +44,10 @@ public final class Engine: HardwareStepSink, @unchecked Sendable {
     private var idleTimer: DispatchSourceTimer?
 
     private let published: NIOLockedValueBox<EngineSnapshot>
-    private let eventHandlers = NIOLockedValueBox<[@Sendable (EngineEvent) -> Void]>([])
+    // Position (Location/Engine+Location.swift): owned by `queue`, published apart from the step snapshot.
+    var locationTracker: LocationTracker
+    let publishedLocation = NIOLockedValueBox(LocationSnapshot())
+    let eventHandlers = NIOLockedValueBox<[@Sendable (EngineEvent) -> Void]>([])
     private let motionWanted = NIOLockedValueBox(false)
     /// Steps taken over from the store at start (see `restore`); zero after a reset.
     private var restoredSteps = 0
@@ -61,6 +65,8 @@ public final class Engine: HardwareStepSink, @unchecked Sendable {
         snapshot.rateOutHz = configuration.rateHz
         snapshot.strideMeters = stride.strideMeters
         published = NIOLockedValueBox(snapshot)
+        locationTracker = LocationTracker(configuration: configuration.location)
+        publishedLocation.withLockedValue { $0 = locationTracker.snapshot }
         startIdleTimer()
     }
 

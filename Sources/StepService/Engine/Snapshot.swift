@@ -36,6 +36,8 @@ public struct EngineSnapshot: Sendable {
 public enum EngineEvent: Sendable {
     /// A step: the running count after it and the wall-clock instant it happened.
     case step(count: Int, time: Date)
+    /// A new position or a visit that began or ended (Location/LocationTracker.swift).
+    case location(LocationEvent)
     /// Walking started or stopped.
     case activity(ActivityTracker.State, time: Date)
     /// The pedometer's figures changed (at most once a second while walking, and when walking stops).

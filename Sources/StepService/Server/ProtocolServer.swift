@@ -182,6 +182,9 @@ public final class ProtocolServer: @unchecked Sendable {
             send(Wire.line(StepMessage(steps: count, time: Timestamp.string(time))), to: .step)
         case .activity(let state, let time):
             send(Wire.line(ActivityMessage(state: state.rawValue, time: Timestamp.string(time))), to: .activity)
+        case .location(let event):
+            let (watchClass, data) = wire(event)
+            send(data, to: watchClass)
         case .pedometer(let snapshot):
             send(Wire.line(Replies.steps(snapshot, id: nil, asClass: "PEDOMETER")), to: .pedometer)
         case .motion(let estimate, let time, let sampleTime):

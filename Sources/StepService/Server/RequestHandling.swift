@@ -25,6 +25,8 @@ extension ProtocolServer {
                 reply(Wire.line(try watch(request, session: session)))
             case .history:
                 try history(request, loop: session.channel.eventLoop, reply: reply)
+            case .position, .track, .visits:
+                try handleLocation(request, from: session.channel, reply: reply)
             }
         } catch {
             reply(Wire.line(ErrorMessage(message: "\(error)", id: request.id)))
@@ -41,6 +43,7 @@ extension ProtocolServer {
                              samples_in: s.samplesIn, samples_out: s.samplesOut, clients: sessions.count,
                              dropped_watchers: droppedWatchers, gravity: gravity, id: id)
         message.store = store.map { storeStatus($0.status) }
+        message.gps = gpsStatus()
         return message
     }
 

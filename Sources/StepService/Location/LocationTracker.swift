@@ -1,0 +1,133 @@
+import Foundation
+import StepAcquisition
+import StepProcessing
+
+/// Settings for position tracking: the track's error bound and the visit detector.
+public struct LocationConfiguration: Sendable {
+    /// gpsd's address as shown in STATUS.
+    public var gpsd = GPSDAddress().description
+    public var track = TrackBuilder.Configuration()
+    public var visits = VisitDetector.Configuration()
+    public var strideStretch = StrideStretch.Configuration()
+    /// False with --no-gps: STATUS says so instead of waiting for gpsd.
+    public var enabled = true
+    public init() {}
+}
+
+/// Something that happened to the position that watchers may want pushed to them.
+public enum LocationEvent: Sendable {
+    case position(Fix)
+    case visit(Visit)
+}
+
+/// What the processing queue publishes about position for the server to read at any time.
+public struct LocationSnapshot: Sendable {
+    /// `unavailable`, `no_fix` or `fix`.
+    public var state = "unavailable"
+    public var error: String?
+    public var gpsd = ""
+    public var position: Fix?
+    public var fixesAccepted = 0
+    public var fixesIgnored = 0
+    public var connections = 0
+    public var distanceMeters = 0.0
+    public var trackPoints = 0
+}
+
+/// Position state: gates gpsd's reports, builds the track, detects visits. Owned by the engine's
+/// processing queue; a value, so it is exercised in tests without threads.
+struct LocationTracker {
+    let configuration: LocationConfiguration
+    private var gate = FixGate()
+    private(set) var track: TrackBuilder
+    private(set) var visits: VisitDetector
+    private var stretch: StrideStretch
+    /// A stretch walked under a good fix since the last one was taken: for the stride calibration.
+    private(set) var completedStretch: (meters: Double, steps: Int)?
+    private var current: Fix?
+    private var connected = false
+    private var lastReportHadPosition = false
+    private var acceptedSinceConnecting = false
+    private var lastError: String? = "not connected to gpsd yet"
+    private var accepted = 0
+    private var ignored = 0
+    private var connections = 0
+    /// False until the source first reports, so that a gpsd missing from the start is logged once too.
+    private(set) var heardFromSource = false
+
+    init(configuration: LocationConfiguration) {
+        self.configuration = configuration
+        track = TrackBuilder(configuration: configuration.track)
+        visits = VisitDetector(configuration: configuration.visits)
+        stretch = StrideStretch(configuration: configuration.strideStretch)
+        if !configuration.enabled { lastError = "GPS disabled (--no-gps)" }
+    }
+
+    /// The stretch completed by the last fix, once.
+    mutating func takeCompletedStretch() -> (meters: Double, steps: Int)? {
+        defer { completedStretch = nil }
+        return completedStretch
+    }
+
+    /// The GPS state for STATUS.
+    var state: String {
+        guard connected else { return "unavailable" }
+        return lastReportHadPosition && acceptedSinceConnecting ? "fix" : "no_fix"
+    }
+
+    mutating func connectionChanged(_ connection: GPSConnectionState) {
+        heardFromSource = true
+        switch connection {
+        case .connected:
+            connected = true
+            connections += 1
+            acceptedSinceConnecting = false
+            lastReportHadPosition = false
+            gate.connected()
+        case .unavailable(let reason):
+            connected = false
+            lastError = reason
+        }
+    }
+
+    /// Takes one report from gpsd, with the step count now; returns the events it caused.
+    mutating func receive(_ fix: Fix, steps: Int = 0) -> [LocationEvent] {
+        lastReportHadPosition = fix.hasPosition
+        switch gate.judge(fix) {
+        case .accepted:
+            accepted += 1
+            acceptedSinceConnecting = true
+            current = fix
+            // Visits use the same fixes as the track: a stay is not judged from 100 m-wide guesses.
+            guard track.add(fix) else { return [.position(fix)] }
+            completedStretch = stretch.add(fixTime: fix.time!, ephMeters: fix.ephMeters,
+                                           trackDistanceMeters: track.distanceMeters, steps: steps)
+            return visits.add(fix).map { event -> LocationEvent in
+                switch event {
+                case .began(let v), .ended(let v): return .visit(v)
+                }
+            } + [.position(fix)]
+        case .refines:
+            // A later TPV of the same epoch completes the fix (e.g. epv once GSA arrived); same point.
+            current = fix
+            return []
+        case .noFix, .noTime, .awaitingTimeToMoveOn, .stale:
+            ignored += 1
+            return []
+        }
+    }
+
+    var snapshot: LocationSnapshot {
+        var s = LocationSnapshot()
+        s.state = state
+        s.error = lastError
+        s.gpsd = configuration.gpsd
+        s.position = current
+        s.fixesAccepted = accepted
+        s.fixesIgnored = ignored
+        s.connections = connections
+        s.distanceMeters = track.distanceMeters
+        s.trackPoints = track.points.count
+        return s
+    }
+}

@@ -1,0 +1,172 @@
+import Foundation
+import XCTest
+
+/// A real gpsd fed by gpsfake (gpsd-tools) from an NMEA log, listening on a loopback port.
+final class GPSDFake {
+    static let gpsfake = "/usr/bin/gpsfake"
+
+    let port: Int
+    let process = Process()
+    private let logPath: String
+
+    /// Skips the test when gpsfake or gpsd is not installed.
+    static func requireTools() throws {
+        for tool in [gpsfake, "/usr/sbin/gpsd"] where !FileManager.default.isExecutableFile(atPath: tool) {
+            throw XCTSkip("\(tool) is not installed (packages gpsd, gpsd-tools)")
+        }
+    }
+
+    /// Starts gpsd on `port` reading `log` once (-1), opening the device at once (-n) rather than when a
+    /// client watches, one sentence every `cycleSeconds`; returns once gpsd accepts connections.
+    init(log: String, port: Int, cycleSeconds: Double = 0.005, directory: TemporaryDirectory) throws {
+        self.port = port
+        logPath = directory.file("gpsfake-\(port)-\(UUID().uuidString.prefix(4)).log")
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        let output = FileHandle(forWritingAtPath: logPath)!
+        // Foundation starts it in a process group of its own (pgid = pid), which its gpsd joins, so that
+        // stop() reaches both: gpsfake kills gpsd on SIGTERM but then does not always exit.
+        process.executableURL = URL(fileURLWithPath: Self.gpsfake)
+        process.arguments = ["-n", "-1", "-q", "-c", String(cycleSeconds), "-P", String(port), log]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let deadline = Date().addingTimeInterval(15)
+        while Date() < deadline {
+            if Self.accepts(port: port) { return }
+            if !process.isRunning { break }
+            usleep(20_000)
+        }
+        throw NSError(domain: "GPSDFake", code: 1, userInfo: [NSLocalizedDescriptionKey: "gpsd did not listen on \(port): \(output)"])
+    }
+
+    /// Stops gpsfake, which kills its gpsd.
+    func stop() {
+        guard process.isRunning else { return }
+        let group = -process.processIdentifier
+        kill(group, SIGTERM)
+        let deadline = Date().addingTimeInterval(2)
+        while (process.isRunning || Self.accepts(port: port)) && Date() < deadline { usleep(20_000) }
+        kill(group, SIGKILL)
+        process.waitUntilExit()
+        while Self.accepts(port: port) && Date() < deadline.addingTimeInterval(3) { usleep(20_000) }
+    }
+
+    deinit { stop() }
+
+    var output: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    static func accepts(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+    }
+
+    /// A loopback TCP port nobody listens on now.
+    static func freePort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+/// The reference reading of the log: a plain gpsd client on the same gpsd that sends what `gpspipe -w`
+/// sends (`?WATCH={"enable":true,"json":true}`) and keeps every line, as gpspipe prints it. (gpspipe itself,
+/// started from a Swift process, receives only gpsd's VERSION line here, so the test speaks the protocol.)
+final class GPSDWatcher {
+    private let fd: Int32
+    private var pending = Data()
+    private(set) var lines: [String] = []
+
+    init(port: Int, directory: TemporaryDirectory) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            close(fd)
+            throw NSError(domain: "GPSDWatcher", code: Int(errno), userInfo: [NSLocalizedDescriptionKey: "cannot connect to gpsd on \(port)"])
+        }
+        var tv = timeval(tv_sec: 0, tv_usec: 100_000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        let watch = "?WATCH={\"enable\":true,\"json\":true};\n"
+        _ = watch.withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+    }
+
+    deinit { close(fd) }
+
+    /// Reads what has arrived; false once gpsd closed the connection.
+    @discardableResult
+    private func poll() -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        let n = recv(fd, &chunk, chunk.count, 0)
+        if n == 0 { return false }
+        if n < 0 { return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR }
+        pending.append(contentsOf: chunk[0..<n])
+        while let newline = pending.firstIndex(of: 0x0A) {
+            lines.append(String(decoding: pending[pending.startIndex..<newline], as: UTF8.self))
+            pending = Data(pending[(newline + 1)...])
+        }
+        return true
+    }
+
+    /// The TPV reports received so far.
+    var reports: [[String: Any]] {
+        lines.compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
+            .filter { $0["class"] as? String == "TPV" }
+    }
+
+    /// Waits until the log has been replayed: TPVs arrived and none came for `quietSeconds`.
+    func waitUntilQuiet(quietSeconds: Double = 1.0, timeout: TimeInterval = 90) -> [[String: Any]] {
+        let deadline = Date().addingTimeInterval(timeout)
+        var count = -1
+        var since = Date()
+        while Date() < deadline, poll() {
+            let now = lines.filter { $0.contains("\"class\":\"TPV\"") }.count
+            if now != count {
+                count = now
+                since = Date()
+            } else if now > 0, Date().timeIntervalSince(since) >= quietSeconds {
+                break
+            }
+        }
+        return reports
+    }
+}
+
+/// scripts/nmea-walk: writes a generated NMEA log and its ground truth.
+enum NMEAWalk {
+    static func generate(_ arguments: [String], into directory: TemporaryDirectory, name: String) throws -> (log: String, truth: [String: Any]) {
+        let log = directory.file("\(name).nmea")
+        let truth = directory.file("\(name).truth.json")
+        let script = Binaries.repository.appendingPathComponent("scripts/nmea-walk").path
+        let result = try runCommand("/usr/bin/env", ["python3", script, "--truth", truth] + arguments)
+        guard result.status == 0 else {
+            throw NSError(domain: "NMEAWalk", code: Int(result.status), userInfo: [NSLocalizedDescriptionKey: result.stderr])
+        }
+        try result.stdout.write(toFile: log, atomically: true, encoding: .utf8)
+        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: truth))) as? [String: Any]
+        return (log, object ?? [:])
+    }
+}

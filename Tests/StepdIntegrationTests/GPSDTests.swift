@@ -1,0 +1,239 @@
+import Foundation
+import XCTest
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+
+/// Position through a real gpsd: gpsfake replays NMEA logs into gpsd on a loopback port, the built
+/// stepd reads it through libgps.
+final class GPSDTests: XCTestCase {
+    override func setUpWithError() throws {
+        try GPSDFake.requireTools()
+    }
+
+    private func startDaemon(port: Int, directory: TemporaryDirectory, extra: [String] = []) throws -> Daemon {
+        // A short first retry keeps the tests quick; the 2 s default is the same code path.
+        try Daemon(arguments: ["--gpsd", "127.0.0.1:\(port)", "--gps-retry-s", "0.2"] + extra, directory: directory)
+    }
+
+    /// The POSITION reply, read directly: SocketClient.request skips POSITION lines as pushed events, and
+    /// a connection that watches nothing receives only replies.
+    private func position(_ daemon: Daemon) throws -> [String: Any] {
+        let client = try daemon.connect()
+        try client.sendLine("{\"cmd\":\"position\"}")
+        return try client.readObject()
+    }
+
+    private func gps(_ status: [String: Any]) -> [String: Any] { status["gps"] as? [String: Any] ?? [:] }
+
+    // MARK: Real receiver logs
+
+    func testLastPositionEqualsTheLastTPVGpsdSendsAWatcherForRealLogs() throws {
+        for name in ["bu353s4.log", "neo-m8n.log", "haicom-305N.log"] {
+            let log = try Binaries.sharedData("gps/\(name)").path
+            let directory = try TemporaryDirectory()
+            let port = GPSDFake.freePort()
+            let daemon = try startDaemon(port: port, directory: directory)
+            let fake = try GPSDFake(log: log, port: port, cycleSeconds: 0.01, directory: directory)
+            let pipe = try GPSDWatcher(port: port, directory: directory)
+            let tpvs = pipe.waitUntilQuiet()
+            let positioned = tpvs.filter { ($0["mode"] as? Int ?? 0) >= 2 && $0["lat"] != nil && $0["time"] != nil }
+            let last = try XCTUnwrap(positioned.last, "\(name): gpsd sent no TPV with a position")
+            try daemon.waitUntil(timeout: 10, "\(name): the daemon's fix reaches the watcher's last TPV") { _ in
+                try self.position(daemon)["time"] as? String == last["time"] as? String
+            }
+            let p = try position(daemon)
+            XCTAssertEqual(p["lat"] as? Double ?? .nan, last["lat"] as? Double ?? .nan, accuracy: 1e-7, name)
+            XCTAssertEqual(p["lon"] as? Double ?? .nan, last["lon"] as? Double ?? .nan, accuracy: 1e-7, name)
+            XCTAssertEqual(p["eph_m"] as? Double ?? .nan, last["eph"] as? Double ?? .nan, accuracy: 0.1, name)
+            XCTAssertEqual(p["alt_msl_m"] as? Double ?? .nan, last["altMSL"] as? Double ?? .nan, accuracy: 0.01, name)
+            XCTAssertEqual(p["mode"] as? String, (last["mode"] as? Int) == 3 ? "3d" : "2d", name)
+            let status = try daemon.connect().request(["cmd": "status"])
+            XCTAssertEqual(gps(status)["state"] as? String, "fix", name)
+            fake.stop()
+            daemon.terminate()
+        }
+    }
+
+    func testStationaryRealLogAddsUnderFiveMetres() throws {
+        let log = try Binaries.sharedData("gps/bu353s4.log").path
+        let directory = try TemporaryDirectory()
+        let port = GPSDFake.freePort()
+        let daemon = try startDaemon(port: port, directory: directory)
+        let fake = try GPSDFake(log: log, port: port, directory: directory)
+        let pipe = try GPSDWatcher(port: port, directory: directory)
+        _ = pipe.waitUntilQuiet()
+        let track = try daemon.connect().request(["cmd": "track"])
+        XCTAssertEqual(track["class"] as? String, "TRACK")
+        XCTAssertGreaterThan(track["points"] as? Int ?? 0, 10)
+        XCTAssertLessThan(track["distance_m"] as? Double ?? .infinity, 5)
+        fake.stop()
+    }
+
+    // MARK: Generated logs
+
+    func testGeneratedFourHundredMetreWalkWithAGapMeasuresWithinOnePercentAndExportsParse() throws {
+        let directory = try TemporaryDirectory()
+        // HDOP 0.25: gpsd's eph (19 m x HDOP) is 4.75 m, so the 5 m floor is the jitter threshold.
+        let (log, truth) = try NMEAWalk.generate(["--hdop", "0.25", "walk:200:45", "gap:20", "walk:200:45", "stay:5"],
+                                                 into: directory, name: "walk")
+        let segments = truth["segments"] as? [[String: Any]] ?? []
+        let gap = segments[1]
+        let end = try XCTUnwrap(segments.last?["end"] as? String)
+        let port = GPSDFake.freePort()
+        let daemon = try startDaemon(port: port, directory: directory)
+        let watcher = try daemon.connect()
+        _ = try watcher.request(["cmd": "watch", "classes": ["POSITION"]])
+        let fake = try GPSDFake(log: log, port: port, directory: directory)
+        var positions: [[String: Any]] = []
+        while positions.last?["time"] as? String != end.replacingOccurrences(of: "Z", with: ".000Z") {
+            let event = try watcher.readObject()
+            if event["class"] as? String == "POSITION" { positions.append(event) }
+        }
+        fake.stop()
+
+        // No position is current inside the gap; the daemon ignored the receiver's no-fix reports.
+        let gapStart = try XCTUnwrap(isoDate(gap["start"] as? String)), gapEnd = try XCTUnwrap(isoDate(gap["end"] as? String))
+        for p in positions {
+            let t = try XCTUnwrap(isoDate(p["time"] as? String))
+            XCTAssertFalse(t > gapStart && t <= gapEnd, "position inside the gap at \(p["time"] ?? "")")
+        }
+        let status = try daemon.connect().request(["cmd": "status"])
+        XCTAssertGreaterThanOrEqual(gps(status)["fixes_ignored"] as? Int ?? 0, 20)
+
+        let track = try daemon.connect().request(["cmd": "track", "format": "geojson"])
+        let distance = try XCTUnwrap(track["distance_m"] as? Double)
+        XCTAssertEqual(distance, 400, accuracy: 4, "track distance \(distance) m for a 400 m walk")
+
+        // GeoJSON: a LineString of lon,lat that a standard JSON parser reads.
+        let document = try XCTUnwrap(track["document"] as? String)
+        let feature = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(document.utf8)) as? [String: Any])
+        let geometry = try XCTUnwrap(feature["geometry"] as? [String: Any])
+        XCTAssertEqual(geometry["type"] as? String, "LineString")
+        let coordinates = try XCTUnwrap(geometry["coordinates"] as? [[Double]])
+        XCTAssertEqual(coordinates.count, track["points"] as? Int)
+        let start = (truth["segments"] as? [[String: Any]])?.first
+        XCTAssertNotNil(start)
+        XCTAssertEqual(coordinates.first?[0] ?? 0, -1.2577, accuracy: 1e-4, "longitude first")
+        XCTAssertEqual(coordinates.first?[1] ?? 0, 51.752, accuracy: 1e-4)
+
+        // GPX through stepctl, as a user would save it: `stepctl track --gpx > walk.gpx`.
+        let result = try runCommand(Binaries.stepctl, ["track", "--gpx", "--socket", daemon.socketPath])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let gpxPath = directory.file("walk.gpx")
+        try result.stdout.write(toFile: gpxPath, atomically: true, encoding: .utf8)
+        let parser = try XCTUnwrap(XMLParser(contentsOf: URL(fileURLWithPath: gpxPath)))
+        let counter = TrackPointCounter()
+        parser.shouldProcessNamespaces = true
+        parser.delegate = counter
+        XCTAssertTrue(parser.parse(), "GPX does not parse: \(String(describing: parser.parserError))")
+        XCTAssertEqual(counter.namespace, "http://www.topografix.com/GPX/1/1")
+        XCTAssertEqual(counter.version, "1.1")
+        XCTAssertEqual(counter.points, coordinates.count)
+    }
+
+    func testGeneratedTenMinuteStayYieldsOneVisitWithArrivalAndDepartureWithinTwoFixes() throws {
+        let directory = try TemporaryDirectory()
+        let (log, truth) = try NMEAWalk.generate(["--jitter-m", "1", "walk:200", "stay:600", "walk:200"],
+                                                 into: directory, name: "stay")
+        let stay = try XCTUnwrap((truth["segments"] as? [[String: Any]])?[1])
+        let arrival = try XCTUnwrap(isoDate(stay["start"] as? String))
+        let departure = try XCTUnwrap(isoDate(stay["end"] as? String))
+        let end = try XCTUnwrap(isoDate((truth["segments"] as? [[String: Any]])?.last?["end"] as? String))
+        let port = GPSDFake.freePort()
+        let daemon = try startDaemon(port: port, directory: directory)
+        let watcher = try daemon.connect()
+        _ = try watcher.request(["cmd": "watch", "classes": ["VISIT", "POSITION"]])
+        let fake = try GPSDFake(log: log, port: port, directory: directory)
+        var visitEvents: [[String: Any]] = []
+        var last = Date.distantPast
+        while last < end {
+            let event = try watcher.readObject()
+            switch event["class"] as? String {
+            case "VISIT": visitEvents.append(event)
+            case "POSITION": last = isoDate(event["time"] as? String) ?? last
+            default: break
+            }
+        }
+        fake.stop()
+
+        XCTAssertEqual(visitEvents.count, 2, "\(visitEvents)")
+        XCTAssertTrue(visitEvents.first?["departure"] is NSNull, "arrival event has departure null")
+        let visits = try XCTUnwrap(daemon.connect().request(["cmd": "visits"])["visits"] as? [[String: Any]])
+        XCTAssertEqual(visits.count, 1)
+        let v = try XCTUnwrap(visits.first)
+        let gotArrival = try XCTUnwrap(isoDate(v["arrival"] as? String))
+        let gotDeparture = try XCTUnwrap(isoDate(v["departure"] as? String))
+        XCTAssertEqual(gotArrival.timeIntervalSince(arrival), 0, accuracy: 2, "arrival within 2 fixes")
+        XCTAssertEqual(gotDeparture.timeIntervalSince(departure), 0, accuracy: 2, "departure within 2 fixes")
+        XCTAssertEqual(v["lat"] as? Double ?? 0, stay["lat"] as? Double ?? 1, accuracy: 1e-5)
+        XCTAssertEqual(v["lon"] as? Double ?? 0, stay["lon"] as? Double ?? 1, accuracy: 1e-5)
+    }
+
+    // MARK: gpsd going away
+
+    func testGpsdStoppedAndRestartedTwentyTimesFixesResumeAndStepsKeepBeingServed() throws {
+        let directory = try TemporaryDirectory()
+        let port = GPSDFake.freePort()
+        let daemon = try startDaemon(port: port, directory: directory)
+        try daemon.waitUntil(timeout: 10, "gps unavailable with no gpsd") { status in
+            let g = self.gps(status)
+            return g["state"] as? String == "unavailable" && (g["error"] as? String ?? "").contains("cannot reach gpsd")
+        }
+        let start = try XCTUnwrap(isoDate("2024-05-01T10:00:00Z"))
+        for round in 0..<20 {
+            // Each gpsd run carries on the receiver's clock: 60 fixes starting 100 s after the last run's.
+            let first = start.addingTimeInterval(Double(round) * 100)
+            let (log, _) = try NMEAWalk.generate(["--start-time", iso(first), "--jitter-m", "1", "stay:60"],
+                                                 into: directory, name: "run\(round)")
+            let fake = try GPSDFake(log: log, port: port, cycleSeconds: 0.02, directory: directory)
+            try daemon.waitUntil(timeout: 15, "fixes resume in round \(round)") { status in
+                guard self.gps(status)["state"] as? String == "fix" else { return false }
+                let t = isoDate(try self.position(daemon)["time"] as? String) ?? .distantPast
+                return t > first
+            }
+            fake.stop()
+            try daemon.waitUntil(timeout: 10, "gps unavailable after gpsd stopped in round \(round)") { status in
+                self.gps(status)["state"] as? String == "unavailable"
+            }
+            let steps = try daemon.connect().request(["cmd": "steps"])
+            XCTAssertEqual(steps["class"] as? String, "STEPS")
+        }
+        XCTAssertTrue(daemon.process.isRunning)
+        let status = try daemon.connect().request(["cmd": "status"])
+        XCTAssertEqual(gps(status)["connections"] as? Int, 20)
+        XCTAssertEqual(daemon.terminate(), 0)
+        // Transitions are logged once each, not once per retry.
+        let unavailableLines = daemon.log.components(separatedBy: "\n").filter { $0.contains("gps: unavailable") }
+        XCTAssertEqual(unavailableLines.count, 21, daemon.log)
+    }
+}
+
+private func isoDate(_ text: String?) -> Date? {
+    guard let text else { return nil }
+    let formatter = ISO8601DateFormatter()
+    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+    if let d = formatter.date(from: text) { return d }
+    formatter.formatOptions = [.withInternetDateTime]
+    return formatter.date(from: text)
+}
+
+private func iso(_ date: Date) -> String {
+    let formatter = ISO8601DateFormatter()
+    formatter.formatOptions = [.withInternetDateTime]
+    return formatter.string(from: date)
+}
+
+private final class TrackPointCounter: NSObject, XMLParserDelegate {
+    var points = 0
+    var namespace: String?
+    var version: String?
+    func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
+                attributes: [String: String] = [:]) {
+        if name == "gpx" {
+            namespace = namespaceURI
+            version = attributes["version"]
+        }
+        if name == "trkpt" { points += 1 }
+    }
+}

@@ -31,7 +31,6 @@ public final class Engine: HardwareStepSink, @unchecked Sendable {
     private var stride: StrideModel
     private var motion: MotionEstimator
     private var lastMotion: MotionEstimate?
-    private var hardwareSteps: Int?
     private var floors: FloorCounter?
     private var lastSampleTime = 0.0
     private var lastSampleWall = Date()
@@ -41,7 +40,7 @@ public final class Engine: HardwareStepSink, @unchecked Sendable {
     private var rateInHz = 0.0
     private var source: (kind: String, description: String, state: SourceState) = ("none", "", .starting)
 
-    private var idleTimer: DispatchSourceTimer?
+    private let latestHardwareSteps = NIOLockedValueBox<Int?>(nil)
 
     private let published: NIOLockedValueBox<EngineSnapshot>
     // Position (Location/Engine+Location.swift): owned by `queue`, published apart from the step snapshot.
@@ -67,26 +66,12 @@ public final class Engine: HardwareStepSink, @unchecked Sendable {
         published = NIOLockedValueBox(snapshot)
         locationTracker = LocationTracker(configuration: configuration.location)
         publishedLocation.withLockedValue { $0 = locationTracker.snapshot }
-        startIdleTimer()
     }
 
-    deinit { idleTimer?.cancel() }
-
-    /// When samples stop coming (a replay that ended, a device unplugged), walking must still end: once a
-    /// second the queue carries the sample clock on by the wall time that has passed.
-    private func startIdleTimer() {
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now() + 1, repeating: 1, leeway: .milliseconds(500))
-        timer.setEventHandler { [weak self] in self?.checkIdle() }
-        timer.resume()
-        idleTimer = timer
-    }
-
-    private func checkIdle() {
-        guard activity.state == .walking else { return }
-        let idle = Date().timeIntervalSince(lastSampleWall)
-        guard idle > 1, let (_, pauseStart) = activity.advance(to: lastSampleTime + idle) else { return }
-        let wall = lastSampleWall.addingTimeInterval(pauseStart - lastSampleTime)
+    /// Ends a walk that samples can no longer end, and tells the watchers.
+    private func endWalk(pauseDetectedAt wallNow: Date) {
+        guard let (_, pauseStart) = activity.advance(to: .infinity) else { return }
+        let wall = wallNow.addingTimeInterval(pauseStart - lastSampleTime)
         let handlers = eventHandlers.withLockedValue { $0 }
         publish()
         let s = snapshot
@@ -133,17 +118,18 @@ public final class Engine: HardwareStepSink, @unchecked Sendable {
             }
             source.state = state
             publish()
+            // No more samples will tell the walk has stopped: a replay that ended, a device gone.
+            if state != .running { endWalk(pauseDetectedAt: lastSampleWall) }
         }
     }
 
     // MARK: Other inputs
 
     /// The accelerometer's own step counter (IIO in_steps_input), reported beside ours in STEPS.
+    /// The sensor's own counter, read at each refill: kept aside and published with the batch that follows
+    /// at once, rather than costing the processing queue a wake-up of its own.
     public func hardwareStepsChanged(_ steps: Int) {
-        queue.async { [self] in
-            hardwareSteps = steps
-            publish()
-        }
+        latestHardwareSteps.withLockedValue { $0 = steps }
     }
 
     /// A barometer reading (kPa): from the first one on, floors are counted.
@@ -289,7 +275,7 @@ public final class Engine: HardwareStepSink, @unchecked Sendable {
         s.samplesIn = pipeline.samplesIn
         s.samplesOut = pipeline.samplesOut
         s.motion = lastMotion
-        s.hardwareSteps = hardwareSteps
+        s.hardwareSteps = latestHardwareSteps.withLockedValue { $0 }
         published.withLockedValue { $0 = s }
     }
 }

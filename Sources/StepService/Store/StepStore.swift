@@ -45,12 +45,24 @@ public final class StepStore: @unchecked Sendable {
     private var current: Counter
     private var failure: StoreError?
     private var timer: DispatchSourceTimer?
+    /// Whether the timer ticks at the commit interval (work pending) or slowly (only pruning and reopening).
+    private var ticking = false
+    /// Idle, the store wakes this seldom: a daemon with nothing to write should not wake its board.
+    private static let idleTickSeconds = 30.0
     private var lastPrune = Date.distantPast
     private var lastOpenAttempt = Date.distantPast
     private var lastCommit: Date?
     private var closed = false
 
     private let published: NIOLockedValueBox<StoreStatus>
+
+    /// Steps handed over from the processing queue, applied on `queue` in one go: a batch of samples yields
+    /// several steps within microseconds, and one hop for all of them keeps the board asleep longer.
+    private struct Inbox {
+        var steps: [(count: Int, time: Date, distanceMeters: Double)] = []
+        var drainScheduled = false
+    }
+    private let inbox = NIOLockedValueBox(Inbox())
 
     public init(configuration: Configuration, logger: Logger = Logger(label: "stepd.store")) {
         self.configuration = configuration
@@ -85,11 +97,10 @@ public final class StepStore: @unchecked Sendable {
     public func startCommitting() {
         queue.sync {
             let timer = DispatchSource.makeTimerSource(queue: queue)
-            let interval = configuration.commitIntervalSeconds
-            timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(50))
             timer.setEventHandler { [weak self] in self?.tick() }
-            timer.resume()
             self.timer = timer
+            schedule(fast: true)
+            timer.resume()
         }
     }
 
@@ -115,32 +126,53 @@ public final class StepStore: @unchecked Sendable {
     // MARK: Recording (from any queue; applied in order on the store's)
 
     public func recordStep(count: Int, at time: Date, distanceMeters: Double) {
-        queue.async { [self] in
-            guard !closed else { return }
-            current.steps = count
-            pending.addStep(count: count, since: current.since, at: time, distanceMeters: distanceMeters)
+        let schedule = inbox.withLockedValue { box -> Bool in
+            box.steps.append((count, time, distanceMeters))
+            defer { box.drainScheduled = true }
+            return !box.drainScheduled
+        }
+        if schedule {
+            queue.async { [self] in
+                drainInbox()
+                wake()
+            }
+        }
+    }
+
+    /// Applies the steps waiting in the inbox; on `queue`, before anything that must see them.
+    private func drainInbox() {
+        let steps = inbox.withLockedValue { box -> [(count: Int, time: Date, distanceMeters: Double)] in
+            defer { box = Inbox() }
+            return box.steps
+        }
+        guard !closed else { return }
+        for step in steps {
+            current.steps = step.count
+            pending.addStep(count: step.count, since: current.since, at: step.time, distanceMeters: step.distanceMeters)
         }
     }
 
     /// Floors climbed (from the barometer) in the minute of `time`.
     public func recordFloors(_ floors: Int, at time: Date) {
-        queue.async { [self] in if !closed { pending.addFloors(floors, at: time) } }
+        queue.async { [self] in if !closed { pending.addFloors(floors, at: time); wake() } }
     }
 
     public func recordReset(since: Date) {
         queue.async { [self] in
+            drainInbox()
             guard !closed else { return }
             current = Counter(steps: 0, since: since)
             pending.setCounter(steps: 0, since: since)
+            wake()
         }
     }
 
     public func record(_ point: StoredTrackPoint) {
-        queue.async { [self] in if !closed { pending.add(point) } }
+        queue.async { [self] in if !closed { pending.add(point); wake() } }
     }
 
     public func record(_ visit: StoredVisit) {
-        queue.async { [self] in if !closed { pending.add(visit) } }
+        queue.async { [self] in if !closed { pending.add(visit); wake() } }
     }
 
     // MARK: History
@@ -210,6 +242,25 @@ public final class StepStore: @unchecked Sendable {
         }
         if !pending.isEmpty { commit() }
         if now.timeIntervalSince(lastPrune) >= 3600 { prune(now: now) }
+        if pending.isEmpty && database != nil { schedule(fast: false) }
+    }
+
+    /// Ticks at the commit interval while there is something to write or a store to reopen, else slowly.
+    private func schedule(fast: Bool) {
+        guard let timer, fast != ticking else { return }
+        ticking = fast
+        let interval = fast ? configuration.commitIntervalSeconds : Self.idleTickSeconds
+        timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(fast ? 50 : 1000))
+    }
+
+    /// Called on the queue whenever something is recorded: commits now when the last commit is a commit
+    /// interval old (so a steady stream needs no timer wake-ups of its own), else makes sure the timer will.
+    private func wake() {
+        if database != nil, Date().timeIntervalSince(lastCommit ?? .distantPast) >= configuration.commitIntervalSeconds {
+            commit()
+        } else if !ticking {
+            schedule(fast: true)
+        }
     }
 
     private func openDatabase() -> Bool {
@@ -263,6 +314,7 @@ public final class StepStore: @unchecked Sendable {
     }
 
     private func commit() {
+        drainInbox()
         guard !pending.isEmpty, let database else { return }
         let batch = pending
         do {

@@ -56,10 +56,15 @@ public final class StepStore: @unchecked Sendable {
 
     private let published: NIOLockedValueBox<StoreStatus>
 
-    /// Steps handed over from the processing queue, applied on `queue` in one go: a batch of samples yields
-    /// several steps within microseconds, and one hop for all of them keeps the board asleep longer.
+    /// Steps and resets handed over from the processing queue, applied on `queue` in one go: a batch of
+    /// samples yields several steps within microseconds, and one hop for all of them keeps the board asleep
+    /// longer. Resets travel in the same list so that a step recorded after a reset is applied after it.
+    private enum Entry {
+        case step(count: Int, time: Date, distanceMeters: Double)
+        case reset(since: Date)
+    }
     private struct Inbox {
-        var steps: [(count: Int, time: Date, distanceMeters: Double)] = []
+        var entries: [Entry] = []
         var drainScheduled = false
     }
     private let inbox = NIOLockedValueBox(Inbox())
@@ -126,8 +131,12 @@ public final class StepStore: @unchecked Sendable {
     // MARK: Recording (from any queue; applied in order on the store's)
 
     public func recordStep(count: Int, at time: Date, distanceMeters: Double) {
+        post(.step(count: count, time: time, distanceMeters: distanceMeters))
+    }
+
+    private func post(_ entry: Entry) {
         let schedule = inbox.withLockedValue { box -> Bool in
-            box.steps.append((count, time, distanceMeters))
+            box.entries.append(entry)
             defer { box.drainScheduled = true }
             return !box.drainScheduled
         }
@@ -139,16 +148,23 @@ public final class StepStore: @unchecked Sendable {
         }
     }
 
-    /// Applies the steps waiting in the inbox; on `queue`, before anything that must see them.
+    /// Applies the steps and resets waiting in the inbox, in order; on `queue`, before anything that must
+    /// see them.
     private func drainInbox() {
-        let steps = inbox.withLockedValue { box -> [(count: Int, time: Date, distanceMeters: Double)] in
+        let entries = inbox.withLockedValue { box -> [Entry] in
             defer { box = Inbox() }
-            return box.steps
+            return box.entries
         }
         guard !closed else { return }
-        for step in steps {
-            current.steps = step.count
-            pending.addStep(count: step.count, since: current.since, at: step.time, distanceMeters: step.distanceMeters)
+        for entry in entries {
+            switch entry {
+            case let .step(count, time, distanceMeters):
+                current.steps = count
+                pending.addStep(count: count, since: current.since, at: time, distanceMeters: distanceMeters)
+            case let .reset(since):
+                current = Counter(steps: 0, since: since)
+                pending.setCounter(steps: 0, since: since)
+            }
         }
     }
 
@@ -158,13 +174,7 @@ public final class StepStore: @unchecked Sendable {
     }
 
     public func recordReset(since: Date) {
-        queue.async { [self] in
-            drainInbox()
-            guard !closed else { return }
-            current = Counter(steps: 0, since: since)
-            pending.setCounter(steps: 0, since: since)
-            wake()
-        }
+        post(.reset(since: since))
     }
 
     public func record(_ point: StoredTrackPoint) {
@@ -233,6 +243,7 @@ public final class StepStore: @unchecked Sendable {
     // MARK: On the queue
 
     private func tick() {
+        drainInbox()
         let now = Date()
         if database == nil, !closed, now.timeIntervalSince(lastOpenAttempt) >= configuration.reopenIntervalSeconds {
             if openDatabase() {

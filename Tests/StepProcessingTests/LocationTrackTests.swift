@@ -20,7 +20,7 @@ final class LocationTrackTests: XCTestCase {
 
     func testStationaryJitterAddsNoDistance() {
         var track = TrackBuilder()
-        var rng = LocationNoise(seed: 7)
+        var rng = SplitMix(seed: 7)
         for i in 0..<3600 {
             // ±4 m noise with eph 10 m: never beyond the larger eph.
             track.add(FixFactory.fix(second: Double(i), east: rng.uniform(-4, 4), north: rng.uniform(-4, 4), eph: 10))
@@ -56,22 +56,6 @@ final class LocationTrackTests: XCTestCase {
         XCTAssertEqual(track.points.count + track.droppedPoints, 250)
         XCTAssertEqual(track.points.last?.time, FixFactory.t0.addingTimeInterval(249))
         XCTAssertEqual(track.distanceMeters, 2490, accuracy: 0.5)
-    }
-}
-
-/// A small deterministic generator, so that tests do not depend on the platform's random source.
-struct LocationNoise {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func uniform(_ low: Double, _ high: Double) -> Double {
-        low + (high - low) * Double(next() >> 11) / Double(1 << 53)
     }
 }
 

@@ -6,7 +6,7 @@ final class LocationVisitTests: XCTestCase {
     /// Walk 200 m east at 1.4 m/s, stay `staySeconds` with ±1 m jitter, walk 200 m on; one fix a second.
     private func walkStayWalk(staySeconds: Int) -> (fixes: [Fix], arrival: Double, departure: Double) {
         var fixes: [Fix] = []
-        var rng = LocationNoise(seed: 3)
+        var rng = SplitMix(seed: 3)
         var second = 0.0
         for i in 0...143 {  // 0 ... 200.2 m clamped to 200 m
             fixes.append(FixFactory.fix(second: second, east: min(200, Double(i) * 1.4)))

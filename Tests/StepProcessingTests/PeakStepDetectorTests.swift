@@ -22,7 +22,7 @@ final class PeakStepDetectorTests: XCTestCase {
     }
 
     func stillSamples(from start: Double, seconds: Double, noise: Double = 0, seed: UInt64 = 1) -> [Sample] {
-        var generator = GaussianNoise(seed: seed)
+        var generator = SplitMix(seed: seed)
         let count = Int(seconds * rateHz)
         return (0..<count).map { k in
             Sample(time: start + Double(k) / rateHz, x: noise * generator.gaussian(), y: noise * generator.gaussian(),
@@ -92,7 +92,7 @@ final class PeakStepDetectorTests: XCTestCase {
 
     func testVehicleVibrationAddsNoSteps() {
         // A bus: engine vibration at 25 Hz and road rumble well below walking cadence, plus broadband noise.
-        var generator = GaussianNoise(seed: 7)
+        var generator = SplitMix(seed: 7)
         let samples = (0..<Int(120 * rateHz)).map { k -> Sample in
             let t = Double(k) / rateHz
             let z = standardGravity + 1.5 * sin(2 * Double.pi * 25 * t) + 0.8 * sin(2 * Double.pi * 0.3 * t)
@@ -138,24 +138,5 @@ final class PeakStepDetectorTests: XCTestCase {
         var again: [Double] = []
         for sample in walkingSamples(from: 0, seconds: 10, cadenceHz: 2) { detector.process(sample, steps: &again) }
         XCTAssertEqual(again, steps)
-    }
-}
-
-/// Deterministic Gaussian noise (SplitMix64 and Box–Muller), so noise tests are exact and repeatable.
-struct GaussianNoise {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func uniform() -> Double { Double(next() >> 11) / Double(1 << 53) }
-    /// Box–Muller.
-    mutating func gaussian() -> Double {
-        let u = max(uniform(), 1e-300), v = uniform()
-        return (-2 * log(u)).squareRoot() * cos(2 * Double.pi * v)
     }
 }

@@ -35,6 +35,9 @@ final class ServiceRuntime {
             switch event {
             case .step(let count, let time):
                 store.recordStep(count: count, at: time, distanceMeters: engine.snapshot.strideMeters)
+            case .activity(.stationary, _):
+                // The walk's last steps are not followed by another that would carry them to the disk.
+                store.flush()
             case .pedometer(let snapshot):
                 guard let ascended = snapshot.floorsAscended else { break }
                 let added = floorsRecorded.withLockedValue { recorded -> Int in

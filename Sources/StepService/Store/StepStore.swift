@@ -66,6 +66,13 @@ public final class StepStore: @unchecked Sendable {
     private struct Inbox {
         var entries: [Entry] = []
         var drainScheduled = false
+        /// When the store's queue was last asked to drain: a step waits for the next one to arrive, or
+        /// for `flush()` at the end of a walk, until a commit interval has passed, so a steady walk costs the
+        /// store one wake-up per commit and no timer.
+        var lastDrainRequest = Date.distantPast
+        /// A drain is due later (a step came sooner than a commit interval after the last drain): the bound
+        /// on what `kill -9` can lose when no further step and no `flush()` comes.
+        var deferredDrainScheduled = false
     }
     private let inbox = NIOLockedValueBox(Inbox())
 
@@ -131,17 +138,43 @@ public final class StepStore: @unchecked Sendable {
     // MARK: Recording (from any queue; applied in order on the store's)
 
     public func recordStep(count: Int, at time: Date, distanceMeters: Double) {
-        post(.step(count: count, time: time, distanceMeters: distanceMeters))
+        post(.step(count: count, time: time, distanceMeters: distanceMeters), now: false)
     }
 
-    private func post(_ entry: Entry) {
-        let schedule = inbox.withLockedValue { box -> Bool in
-            box.entries.append(entry)
-            defer { box.drainScheduled = true }
-            return !box.drainScheduled
+    /// Commits what is waiting now rather than with the next step: when a walk ends, no later step will.
+    public func flush() {
+        post(nil, now: true)
+    }
+
+    private enum DrainRequest { case none, now, after(TimeInterval) }
+
+    private func post(_ entry: Entry?, now: Bool) {
+        let interval = configuration.commitIntervalSeconds
+        let request = inbox.withLockedValue { box -> DrainRequest in
+            if let entry { box.entries.append(entry) }
+            guard !box.entries.isEmpty, !box.drainScheduled else { return .none }
+            let time = Date()
+            let elapsed = time.timeIntervalSince(box.lastDrainRequest)
+            if now || elapsed >= interval {
+                box.drainScheduled = true
+                box.lastDrainRequest = time
+                return .now
+            }
+            guard !box.deferredDrainScheduled else { return .none }
+            box.deferredDrainScheduled = true
+            return .after(interval - elapsed)
         }
-        if schedule {
+        switch request {
+        case .none:
+            break
+        case .now:
             queue.async { [self] in
+                drainInbox()
+                wake()
+            }
+        case .after(let delay):
+            queue.asyncAfter(deadline: .now() + delay) { [self] in
+                inbox.withLockedValue { $0.deferredDrainScheduled = false }
                 drainInbox()
                 wake()
             }
@@ -152,7 +185,10 @@ public final class StepStore: @unchecked Sendable {
     /// see them.
     private func drainInbox() {
         let entries = inbox.withLockedValue { box -> [Entry] in
-            defer { box = Inbox() }
+            defer {
+                box.entries.removeAll(keepingCapacity: true)
+                box.drainScheduled = false
+            }
             return box.entries
         }
         guard !closed else { return }
@@ -174,7 +210,7 @@ public final class StepStore: @unchecked Sendable {
     }
 
     public func recordReset(since: Date) {
-        post(.reset(since: since))
+        post(.reset(since: since), now: true)
     }
 
     public func record(_ point: StoredTrackPoint) {
@@ -267,7 +303,7 @@ public final class StepStore: @unchecked Sendable {
     /// Called on the queue whenever something is recorded: commits now when the last commit is a commit
     /// interval old (so a steady stream needs no timer wake-ups of its own), else makes sure the timer will.
     private func wake() {
-        if database != nil, Date().timeIntervalSince(lastCommit ?? .distantPast) >= configuration.commitIntervalSeconds {
+        if database != nil, Date().timeIntervalSince(lastCommit ?? .distantPast) >= configuration.commitIntervalSeconds * 0.9 {
             commit()
         } else if !ticking {
             schedule(fast: true)

@@ -4,6 +4,9 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import StepProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
 
 public let stepdRelease = "0.1.0"
 
@@ -165,7 +168,25 @@ public final class ProtocolServer: @unchecked Sendable {
     func clientDisconnected(_ session: ClientSession) {
         sessions[ObjectIdentifier(session.channel)] = nil
         updateMotionDemand()
+        if sessions.isEmpty { Self.returnFreedMemory() }
     }
+
+    /// After a burst of clients, glibc keeps the freed buffers of their channels in its arenas; with the
+    /// last client gone, give those pages back so that the daemon's memory is what it was before the burst.
+    private static func returnFreedMemory() {
+        mallocTrim?(0)
+    }
+
+    /// glibc's `malloc_trim`, looked up at run time: Swift's Glibc module does not import <malloc.h>, and
+    /// other C libraries (musl) do not have it.
+    private static let mallocTrim: (@convention(c) (Int) -> Int32)? = {
+        #if canImport(Glibc)
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)
+        #else
+        return nil
+        #endif
+    }()
 
     /// Tells the engine and the event hop what is being watched now; call after any change of watches.
     func updateMotionDemand() {

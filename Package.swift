@@ -48,9 +48,11 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], path: "Sources/stepctl"),
 
-        .testTarget(name: "StepProcessingTests", dependencies: ["StepProcessing"], path: "Tests/StepProcessingTests"),
+        // What the test targets share (a seeded generator); not part of the product.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "StepProcessingTests", dependencies: ["StepProcessing", "TestSupport"], path: "Tests/StepProcessingTests"),
         .testTarget(name: "StepServiceTests", dependencies: ["StepProtocol", "StepService", .product(name: "GRDB", package: "GRDB.swift")], path: "Tests/StepServiceTests"),
-        .testTarget(name: "StepdIntegrationTests", dependencies: ["StepProtocol", "StepAcquisition"],
+        .testTarget(name: "StepdIntegrationTests", dependencies: ["StepProtocol", "StepAcquisition", "TestSupport"],
                     path: "Tests/StepdIntegrationTests"),
     ]
 )

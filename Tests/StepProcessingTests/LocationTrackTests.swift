@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import StepProcessing
+import TestSupport
 
 final class LocationTrackTests: XCTestCase {
     func testStraightWalkCountsItsLengthBarTheUncountedTail() {

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import StepProcessing
+import TestSupport
 
 final class LocationVisitTests: XCTestCase {
     /// Walk 200 m east at 1.4 m/s, stay `staySeconds` with ±1 m jitter, walk 200 m on; one fix a second.

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import StepProcessing
+import TestSupport
 
 final class MotionEstimatorTests: XCTestCase {
     private func settle(_ estimator: inout MotionEstimator, on a: Vector3, seconds: Double = 20) -> MotionEstimate {

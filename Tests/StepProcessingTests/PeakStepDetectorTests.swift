@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import StepProcessing
+import TestSupport
 
 /// The default detector on synthetic signals whose step count is known exactly.
 final class PeakStepDetectorTests: XCTestCase {

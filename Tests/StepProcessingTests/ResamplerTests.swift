@@ -1,5 +1,6 @@
 import XCTest
 @testable import StepProcessing
+import TestSupport
 
 final class ResamplerTests: XCTestCase {
     /// Irregular timestamps, as from real hardware: jittered intervals around 5 ms.

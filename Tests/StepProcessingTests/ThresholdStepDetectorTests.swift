@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import StepProcessing
+import TestSupport
 
 final class ThresholdStepDetectorTests: XCTestCase {
     /// A vertical bounce of `amplitudeG` around 1 g at `cadenceHz`, sampled at 60 Hz.

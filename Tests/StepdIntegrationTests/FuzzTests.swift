@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+import TestSupport
 
 /// Random and mutated requests against the live daemon: it must answer, stay up, and not grow.
 final class FuzzTests: XCTestCase {
@@ -16,7 +17,7 @@ final class FuzzTests: XCTestCase {
         "\"cmd\"", "\"watch\"", "\"classes\"", "\"rate_hz\"", "NaN", "0x10", "\t", "\\", "9999999999999999999999",
     ]
 
-    private func mutate(_ line: String, _ g: inout SplitMixGenerator) -> String {
+    private func mutate(_ line: String, _ g: inout SplitMix) -> String {
         var bytes = Array(line.utf8)
         for _ in 0..<(1 + Int(g.next() % 4)) {
             switch g.next() % 6 {
@@ -32,7 +33,7 @@ final class FuzzTests: XCTestCase {
         return String(decoding: bytes.filter { $0 != 0x0A }, as: UTF8.self)
     }
 
-    private func randomLine(_ g: inout SplitMixGenerator) -> String {
+    private func randomLine(_ g: inout SplitMix) -> String {
         switch g.next() % 10 {
         case 0: return String(decoding: (0..<Int(g.next() % 200)).map { _ in UInt8(truncatingIfNeeded: g.next()) }.filter { $0 != 0x0A }, as: UTF8.self)
         case 1: return String(repeating: "[", count: Int(g.next() % 3000))
@@ -60,7 +61,7 @@ final class FuzzTests: XCTestCase {
                 defer { group.leave() }
                 do {
                     let client = try SocketClient(path: daemon.socketPath, receiveTimeout: 60)
-                    var g = SplitMixGenerator(seed: seed &+ UInt64(c))
+                    var g = SplitMix(seed: seed &+ UInt64(c))
                     let lines = (0..<(count / connections)).map { _ in self.randomLine(&g) }
                     let writer = Thread {
                         for chunk in stride(from: 0, to: lines.count, by: 100) {
@@ -96,18 +97,5 @@ final class FuzzTests: XCTestCase {
         XCTAssertTrue(daemon.process.isRunning)
         print("fuzz: RSS \(before) KiB before, \(after) KiB after 100,000 requests")
         XCTAssertLessThan(after - before, 16 * 1024, "RSS grew from \(before) KiB to \(after) KiB")
-    }
-}
-
-/// A deterministic generator, so a failing fuzz run can be repeated.
-struct SplitMixGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,12 +1,13 @@
 import Foundation
 
 /// A small deterministic generator (SplitMix64), so that noise in tests is exact and repeatable on every
-/// platform rather than drawn from the system's random source.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
+/// platform rather than drawn from the system's random source, and a failing fuzz run can be repeated.
+/// Shared by the test targets.
+public struct SplitMix {
+    public var state: UInt64
+    public init(seed: UInt64) { state = seed }
 
-    mutating func next() -> UInt64 {
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -15,13 +16,13 @@ struct SplitMix {
     }
 
     /// Uniform in [0, 1).
-    mutating func nextUnit() -> Double { Double(next() >> 11) / Double(1 << 53) }
+    public mutating func nextUnit() -> Double { Double(next() >> 11) / Double(1 << 53) }
 
     /// Uniform in [low, high).
-    mutating func uniform(_ low: Double, _ high: Double) -> Double { low + (high - low) * nextUnit() }
+    public mutating func uniform(_ low: Double, _ high: Double) -> Double { low + (high - low) * nextUnit() }
 
     /// Standard normal, by Box–Muller.
-    mutating func gaussian() -> Double {
+    public mutating func gaussian() -> Double {
         let u = max(nextUnit(), 1e-300), v = nextUnit()
         return (-2 * log(u)).squareRoot() * cos(2 * Double.pi * v)
     }

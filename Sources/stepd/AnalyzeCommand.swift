@@ -31,7 +31,8 @@ struct Analyze: ParsableCommand {
             throw ValidationError("unknown detector '\(detector)'; known: \(StepDetectorKind.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         let samples: [Sample]
-        do { samples = try RecordingReader.read(path: file) } catch { throw ValidationError("\(error)") }
+        // A bad recording is the file's fault, not the command line's: the error names it, without the usage.
+        samples = try RecordingReader.read(path: file)
         let pipeline = StepPipeline(detector: kind.make(sampleRateHz: 60))
         var times: [Double] = []
         pipeline.process(samples) { times.append($0) }

@@ -153,18 +153,18 @@ struct Bench: ParsableCommand {
         let accel = ["accel.csv.gz", "accel.csv"].map { url.appendingPathComponent($0).path }.first { fm.fileExists(atPath: $0) }
         guard let accelPath = accel, fm.fileExists(atPath: stepsPath) else { return nil }
         let samples: [Sample]
-        do { samples = try RecordingReader.read(path: accelPath) } catch { throw ValidationError("\(error)") }
+        samples = try RecordingReader.read(path: accelPath)
         return Trace(folder: folderName, name: url.lastPathComponent, samples: samples, truth: try readStepTimes(path: stepsPath))
     }
 
     /// Reads a `steps.csv`: a header `t`, then one step time per line, seconds.
     static func readStepTimes(path: String) throws -> [Double] {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { throw ValidationError("cannot read \(path)") }
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { throw TraceError(description: "cannot read \(path)") }
         var times: [Double] = []
         for (index, line) in text.split(whereSeparator: \.isNewline).enumerated() {
             let field = line.trimmingCharacters(in: .whitespaces)
             if field.isEmpty || (index == 0 && field == "t") { continue }
-            guard let t = Double(field) else { throw ValidationError("\(path):\(index + 1): expected a step time, found '\(field)'") }
+            guard let t = Double(field) else { throw TraceError(description: "\(path):\(index + 1): expected a step time, found '\(field)'") }
             times.append(t)
         }
         return times
@@ -229,4 +229,9 @@ struct BenchTable {
 private extension String {
     func leftPadded(_ width: Int) -> String { count >= width ? self : String(repeating: " ", count: width - count) + self }
     func rightPadded(_ width: Int) -> String { count >= width ? self : self + String(repeating: " ", count: width - count) }
+}
+
+/// A trace folder whose files cannot be read: named with the file and line, without the command's usage.
+struct TraceError: Error, CustomStringConvertible {
+    var description: String
 }

@@ -2,6 +2,23 @@
 // The targets read as the pipeline: C shims → acquisition → processing → service → clients.
 import PackageDescription
 
+// The release daemon is linked for memory (docs/iio.md, "Memory"): the Swift runtime and Foundation linked in
+// (only what stepd calls is loaded, and the binary runs without a toolchain), PIE with packed relocations, no
+// exported symbol table, and the functions a running daemon executes laid out together (stepd.order, made by
+// scripts/order-file) so that the pages it touches are few.
+let packageRoot = String(#filePath.dropLast("/Package.swift".count))
+let daemonReleaseLinkFlags = [
+    "-static-stdlib",
+    // What a static build of the modules would name for the linker: Foundation's own static dependencies.
+    "-lFoundationInternationalization", "-l_FoundationICU", "-l_FoundationCShims", "-l_FoundationCollections",
+    "-lCoreFoundation", "-lswiftSynchronization",
+    "-Xclang-linker", "-fuse-ld=lld",
+    "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
+    "-Xlinker", "--no-export-dynamic",
+    "-Xlinker", "--symbol-ordering-file=\(packageRoot)/Sources/stepd/stepd.order",
+    "-Xlinker", "--no-warn-symbol-ordering",
+]
+
 let package = Package(
     name: "stepd",
     platforms: [.macOS(.v13)],
@@ -42,7 +59,9 @@ let package = Package(
             "StepService",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
-        ], path: "Sources/stepd"),
+        ], path: "Sources/stepd", exclude: ["stepd.order"], linkerSettings: [
+            .unsafeFlags(daemonReleaseLinkFlags, .when(platforms: [.linux], configuration: .release)),
+        ]),
         .executableTarget(name: "stepctl", dependencies: [
             "StepProtocol",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -79,6 +79,27 @@ final class StepStoreTests: XCTestCase {
         reopened.close()
     }
 
+    /// A bout is counted once confirmed, its first steps with their own earlier times: those counted after a
+    /// reset belong to the new period, so that a history from `since` sums to what STEPS says.
+    func testStepsOfABoutThatBeganJustBeforeAResetAreBinnedFromTheReset() throws {
+        let store = makeStore()
+        _ = store.open(fresh: .init(steps: 0, since: date("2026-06-01T09:00:00Z")))
+        let resetAt = date("2026-06-01T10:00:00Z")
+        store.recordReset(since: resetAt)
+        store.recordStep(count: 1, at: date("2026-06-01T09:59:57Z"), distanceMeters: 0.7)  // held back 3 s
+        store.recordStep(count: 2, at: date("2026-06-01T10:00:01Z"), distanceMeters: 0.7)
+        store.recordStep(count: 3, at: date("2026-06-01T09:30:00Z"), distanceMeters: 0.7)  // a clock set back
+        XCTAssertEqual(store.close()?.steps, 3)
+        let reopened = makeStore()
+        _ = reopened.open(fresh: .init(steps: 0, since: Date()))
+        let fromReset = try reopened.history(from: resetAt, to: date("2026-06-01T10:02:00Z"), size: .minute)
+        XCTAssertEqual(fromReset.reduce(0) { $0 + $1.steps }, 2)
+        XCTAssertEqual(fromReset.first?.start, resetAt)
+        let before = try reopened.history(from: date("2026-06-01T09:00:00Z"), to: resetAt, size: .hour)
+        XCTAssertEqual(before.reduce(0) { $0 + $1.steps }, 1)
+        reopened.close()
+    }
+
     /// 2026-03-29 in Berlin has 23 hours (clocks go forward at 02:00); day bins are local days.
     func testDayBinsAreLocalDaysAcrossTheClockChange() throws {
         let store = makeStore()

@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import Logging
 import NIOConcurrencyHelpers
+import StepProcessing
 
 /// The history database: an SQLite file (WAL) in the state directory, written by GRDB from a queue of its
 /// own so that the processing queue never waits for the disk. Steps are added to an in-memory batch and
@@ -196,12 +197,29 @@ public final class StepStore: @unchecked Sendable {
             switch entry {
             case let .step(count, time, distanceMeters):
                 current.steps = count
-                pending.addStep(count: count, since: current.since, at: time, distanceMeters: distanceMeters)
+                pending.addStep(count: count, since: current.since, at: Self.binTime(of: time, since: current.since),
+                                distanceMeters: distanceMeters)
             case let .reset(since):
                 current = Counter(steps: 0, since: since)
                 pending.setCounter(steps: 0, since: since)
             }
         }
+    }
+
+    /// How long before it is counted a step can have happened: a bout's first steps are held back until it is
+    /// confirmed (WalkingBout: `confirmationSteps` steps at most `maximumStepIntervalSeconds` apart), plus a
+    /// second of filtering.
+    static let longestHoldBackSeconds: TimeInterval = {
+        let bout = WalkingBout.Configuration()
+        return Double(bout.confirmationSteps) * bout.maximumStepIntervalSeconds + 1
+    }()
+
+    /// The time a step is binned at. A step counted after `since` (a start or a reset) belongs to that period
+    /// even when its bout began just before; binned at its own time it would fall before `since`, and a
+    /// `history` from `since` would then sum to less than STEPS. Older times are left alone (a clock set
+    /// back is not a bout).
+    static func binTime(of time: Date, since: Date) -> Date {
+        time < since && since.timeIntervalSince(time) <= longestHoldBackSeconds ? since : time
     }
 
     /// Floors climbed (from the barometer) in the minute of `time`.

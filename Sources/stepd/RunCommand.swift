@@ -11,35 +11,18 @@ import StepService
 struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Run the daemon (the default command).")
 
-    @Option(help: "Replay a t,x,y,z recording (CSV, plain or gzip) instead of reading a sensor.")
-    var replay: String?
-
-    @Option(help: "Replay speed: 1 is real time.")
-    var speed: Double = 1
-
-    @Flag(help: "Start the replay again when it ends, the clock carrying on.")
-    var loop = false
-
-    @Option(help: "The Unix socket to listen on (default \(SocketPath.system), else a per-user path).")
-    var socket: String?
-
-    @Option(help: "Step detector: \(StepDetectorKind.allCases.map(\.rawValue).joined(separator: ", ")).")
-    var detector: String = StepDetectorKind.default.rawValue
-
-    @Option(help: "The walker's height in metres, for the stride length until GPS calibrates it.")
-    var height: Double = 1.70
-
-    @Option(help: "The most clients connected at once; the next one gets an ERROR and is closed.")
-    var maxClients: Int = 256
-
-    @Option(help: "A watcher that leaves more than this many KiB unread is dropped.")
-    var maxUnsentKib: Int = 64
-
-    @Option(help: "A group whose members may reset the count (root and the daemon's own user always may).")
-    var adminGroup: String?
-
-    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
-    var logLevel: String = "info"
+    // Each flag is declared once, in ConfigOption.all (Sources/StepService/Config/ConfigOption.swift), with
+    // its stepd.conf key, range, default and help; here it only gets its Swift type.
+    @Option(.named("replay")) var replay: String?
+    @Option(.named("speed")) var speed: Double
+    @Flag(.named("loop")) var loop: Bool
+    @Option(.named("socket")) var socket: String?
+    @Option(.named("detector")) var detector: String
+    @Option(.named("height")) var height: Double
+    @Option(.named("max_clients")) var maxClients: Int
+    @Option(.named("max_unsent_kib")) var maxUnsentKib: Int
+    @Option(.named("admin_group")) var adminGroup: String?
+    @Option(.named("log_level")) var logLevel: String
 
     @OptionGroup(title: "IIO accelerometer")
     var iio: IIOOptions
@@ -51,26 +34,22 @@ struct Run: ParsableCommand {
 
     func validate() throws {
         try gps.validate()
-        guard StepDetectorKind(rawValue: detector) != nil else {
-            throw ValidationError("unknown detector '\(detector)'; known: \(StepDetectorKind.allCases.map(\.rawValue).joined(separator: ", "))")
-        }
-        guard speed > 0, speed.isFinite else { throw ValidationError("--speed must be a positive number") }
-        guard (0.5...2.5).contains(height) else { throw ValidationError("--height must be in metres, between 0.5 and 2.5") }
-        guard maxUnsentKib > 0 else { throw ValidationError("--max-unsent-kib must be at least 1") }
-        guard maxClients > 0 else { throw ValidationError("--max-clients must be at least 1") }
     }
 
     mutating func run() throws {
         if iio.listDevices { return try iio.listAccelerometers() }
         try applyConfigurationFile()
         let level = Logger.Level(rawValue: logLevel) ?? .info
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
-        let logger = Logger(label: "stepd")
+        let style = DaemonLogHandler.Style.detect()
+        LoggingSystem.bootstrap { DaemonLogHandler(label: $0, level: level, style: style) }
+        do { try start(logger: Logger(label: "stepd")) } catch let failure as StartFailure { throw failure.exit() }
+        dispatchMain()
+    }
 
+    /// Everything up to serving: a failure here is a StartFailure with its reason and exit status.
+    private func start(logger: Logger) throws {
+        // The source first: a recording that cannot be replayed stops the daemon before it touches the store.
+        let source = try chooseSource(logger: logger)
         var engineConfiguration = Engine.Configuration()
         engineConfiguration.detector = StepDetectorKind(rawValue: detector)!
         engineConfiguration.heightMeters = height
@@ -79,14 +58,10 @@ struct Run: ParsableCommand {
         let runtime = ServiceRuntime(options: service, engine: engine, logger: logger)
         runtime.openStore()
 
-        let source: SampleSource
-        do {
-            source = try chooseSource(logger: logger)
-        } catch {
-            throw ValidationError("\(error)")
+        let passed: (descriptor: CInt, path: String?)?
+        do { passed = try runtime.passedSocket() } catch {
+            throw StartFailure(description: "the socket systemd passed cannot be served: \(error)", status: .cantCreate)
         }
-
-        let passed = try runtime.passedSocket()
         let socketPath = try passed.map { $0.path ?? "(passed by systemd)" } ?? socket ?? DaemonSocket.choose(logger: logger)
         var serverConfiguration = ProtocolServer.Configuration(socketPath: socketPath)
         serverConfiguration.maximumClients = maxClients
@@ -96,7 +71,7 @@ struct Run: ParsableCommand {
         server.store = runtime.store
         do {
             if let passed { try server.start(adoptingListeningSocket: passed.descriptor) } else { try server.start() }
-        } catch { throw ValidationError("\(error)") }
+        } catch { throw StartFailure.serving(error) }
 
         engine.attach(source: source)
         source.start(sink: engine)
@@ -114,18 +89,25 @@ struct Run: ParsableCommand {
             runtime.stop()
             server.stop()
         }
-        dispatchMain()
     }
 
     private func chooseSource(logger: Logger) throws -> SampleSource {
         if let accelerometer = iio.source(replayGiven: replay != nil, logger: logger) { return accelerometer }
         if let replay {
-            return try ReplaySource(path: replay, speed: speed, loop: loop)
+            logger.debug("source: the recording \(replay) (--replay), at \(speed)× real time\(loop ? ", looping" : "")")
+            return try openRecording(replay, loop: loop)
         }
         guard let bundled = DefaultRecording.locate() else {
-            throw ValidationError("no accelerometer and no bundled recording found; pass --replay FILE")
+            throw StartFailure(description: "no accelerometer and no bundled recording found; pass --replay FILE", status: .noInput)
         }
         logger.notice("no accelerometer given: replaying the bundled recording \(bundled) in a loop")
-        return try ReplaySource(path: bundled, speed: speed, loop: true)
+        return try openRecording(bundled, loop: true)
+    }
+
+    private func openRecording(_ path: String, loop: Bool) throws -> SampleSource {
+        try RecordingCheck.check(path)
+        do { return try ReplaySource(path: path, speed: speed, loop: loop) } catch {
+            throw RecordingCheck.explain(error, path: path)
+        }
     }
 }

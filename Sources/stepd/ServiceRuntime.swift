@@ -27,7 +27,7 @@ final class ServiceRuntime {
         let counter = store.open(fresh: fresh)
         if counter != fresh {
             engine.restore(steps: counter.steps, since: counter.since)
-            logger.info("continuing from \(counter.steps) steps since \(Timestamp.string(counter.since))")
+            logger.notice("continuing from \(counter.steps) steps since \(Timestamp.string(counter.since))")
         }
         // Floors come as running totals in PEDOMETER snapshots; the store wants what each minute added.
         let floorsRecorded = NIOLockedValueBox(0)
@@ -78,7 +78,7 @@ final class ServiceRuntime {
             }, statusText: { [weak self] in self?.statusText() ?? "" })
             watchdog.start()
             self.watchdog = watchdog
-            logger.info("watchdog: pinging systemd every \(interval) s")
+            logger.debug("watchdog: pinging systemd every \(interval) s")
         }
     }
 

@@ -395,6 +395,7 @@ public final class StepStore: @unchecked Sendable {
             try database.write { db in try Self.write(batch, into: db) }
             pending = PendingWrites()
             lastCommit = Date()
+            logger.debug("store: committed \(batch.minutes.values.reduce(0) { $0 + $1.steps }) steps over \(batch.minutes.count) minutes, \(batch.trackPoints.count) track points, \(batch.visits.count) visits")
             if failure != nil { logger.notice("store \(configuration.path) is writable again") }
             failure = nil
             publish()

@@ -20,6 +20,9 @@ struct Run: ParsableCommand {
     @Flag(help: "Start the replay again when it ends, the clock carrying on.")
     var loop = false
 
+    @Flag(help: "Play the bundled real recording in a loop, as a demo: its steps go to a throwaway history, never the system's.")
+    var demo = false
+
     @Option(help: "The Unix socket to listen on (default \(SocketPath.system), else a per-user path).")
     var socket: String?
 
@@ -54,6 +57,9 @@ struct Run: ParsableCommand {
         guard StepDetectorKind(rawValue: detector) != nil else {
             throw ValidationError("unknown detector '\(detector)'; known: \(StepDetectorKind.allCases.map(\.rawValue).joined(separator: ", "))")
         }
+        if demo && replay != nil {
+            throw ValidationError("--demo plays the bundled recording and --replay another one: give one of them")
+        }
         guard speed > 0, speed.isFinite else { throw ValidationError("--speed must be a positive number") }
         guard (0.5...2.5).contains(height) else { throw ValidationError("--height must be in metres, between 0.5 and 2.5") }
         guard maxUnsentKib > 0 else { throw ValidationError("--max-unsent-kib must be at least 1") }
@@ -76,13 +82,18 @@ struct Run: ParsableCommand {
         engineConfiguration.heightMeters = height
         let gpsSource = try gps.makeSource(configuring: &engineConfiguration.location)
         let engine = Engine(configuration: engineConfiguration)
+        // A demo keeps its history in a directory of its own, removed at exit (SourceChoice.swift).
+        let demoState = demo ? try DemoStateDirectory() : nil
+        if let demoState { service.stateDir = demoState.path }
         let runtime = ServiceRuntime(options: service, engine: engine, logger: logger)
         runtime.openStore()
 
         let source: SampleSource
         do {
-            source = try chooseSource(logger: logger)
+            source = try SourceChoice(demo: demo, replay: replay, speed: speed, loop: loop,
+                                      device: iio.device, iioURI: iio.iioURI).makeSource(logger: logger)
         } catch {
+            demoState?.remove()
             throw ValidationError("\(error)")
         }
 
@@ -101,7 +112,7 @@ struct Run: ParsableCommand {
         engine.attach(source: source)
         source.start(sink: engine)
         gpsSource?.start(sink: engine)
-        print("stepd: counting steps from \(source.description)")
+        print(SourceChoice.banner(for: source))
         print("stepd: listening on \(socketPath)")
         print("stepd: try   stepctl --socket \(socketPath) steps")
         print("stepd:  or   echo '{\"cmd\":\"steps\"}' | socat - UNIX-CONNECT:\(socketPath)")
@@ -113,19 +124,8 @@ struct Run: ParsableCommand {
             gpsSource?.stop()
             runtime.stop()
             server.stop()
+            demoState?.remove()
         }
         dispatchMain()
-    }
-
-    private func chooseSource(logger: Logger) throws -> SampleSource {
-        if let accelerometer = iio.source(replayGiven: replay != nil, logger: logger) { return accelerometer }
-        if let replay {
-            return try ReplaySource(path: replay, speed: speed, loop: loop)
-        }
-        guard let bundled = DefaultRecording.locate() else {
-            throw ValidationError("no accelerometer and no bundled recording found; pass --replay FILE")
-        }
-        logger.notice("no accelerometer given: replaying the bundled recording \(bundled) in a loop")
-        return try ReplaySource(path: bundled, speed: speed, loop: true)
     }
 }

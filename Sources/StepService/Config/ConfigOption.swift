@@ -90,6 +90,8 @@ extension ConfigOption {
                      help: "Replay speed; 1 is real time."),
         ConfigOption(key: "loop", kind: .flag, defaultText: "false",
                      help: "Start the replay again when it ends."),
+        ConfigOption(key: "demo", kind: .flag, defaultText: "false",
+                     help: "Play the bundled recording in a loop as a demo; its steps go to a throwaway history."),
         ConfigOption(key: "max_clients", kind: .integer(1...65_536), defaultText: "256",
                      help: "The most clients connected at once; the next one gets an ERROR and is closed."),
         ConfigOption(key: "max_unsent_kib", kind: .integer(1...1_048_576), defaultText: "64",

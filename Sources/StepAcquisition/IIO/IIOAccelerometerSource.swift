@@ -57,6 +57,7 @@ public final class IIOAccelerometerSource: SampleSource, @unchecked Sendable {
         var lastError: IIOError?
         while !stopSignal.isStopped {
             watcher?.drain()
+            logger.trace("iio: looking for an accelerometer through \(uri)")
             var missing = false
             do {
                 let (device, found) = try IIODiscovery.find(uri: uri, selector: selector)

@@ -62,10 +62,11 @@ final class GPSDSanityTests: XCTestCase {
 
         // gpsd comes back and first sends a future-dated fix again, then good ones: POSITION follows them.
         let future2 = try log(["walk:4"], start: now.addingTimeInterval(800 * 86_400), directory: directory, name: "future2")
-        let good3 = try log(["walk:8"], start: now.addingTimeInterval(-100), directory: directory, name: "good3")
+        // Long enough to be still playing when the daemon's backed-off retry reconnects.
+        let good3 = try log(["walk:40"], start: now.addingTimeInterval(-100), directory: directory, name: "good3")
         let second = directory.file("second.nmea")
         try (future2.text + good3.text).write(toFile: second, atomically: true, encoding: .utf8)
-        fake = try GPSDFake(log: second, port: port, cycleSeconds: 0.01, directory: directory)
+        fake = try GPSDFake(log: second, port: port, cycleSeconds: 0.05, directory: directory)
         try daemon.waitUntil(timeout: 30, "a good fix after reconnecting") { _ in
             try self.position(daemon)["time"] as? String == good3.lastTime
         }

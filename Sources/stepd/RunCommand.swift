@@ -16,6 +16,7 @@ struct Run: ParsableCommand {
     @Option(.named("replay")) var replay: String?
     @Option(.named("speed")) var speed: Double
     @Flag(.named("loop")) var loop: Bool
+    @Flag(.named("demo")) var demo: Bool
     @Option(.named("socket")) var socket: String?
     @Option(.named("detector")) var detector: String
     @Option(.named("height")) var height: Double
@@ -34,6 +35,9 @@ struct Run: ParsableCommand {
 
     func validate() throws {
         try gps.validate()
+        if demo && replay != nil {
+            throw ValidationError("--demo plays the bundled recording and --replay another one: give one of them")
+        }
     }
 
     mutating func run() throws {
@@ -47,7 +51,7 @@ struct Run: ParsableCommand {
     }
 
     /// Everything up to serving: a failure here is a StartFailure with its reason and exit status.
-    private func start(logger: Logger) throws {
+    private mutating func start(logger: Logger) throws {
         // The source first: a recording that cannot be replayed stops the daemon before it touches the store.
         let source = try chooseSource(logger: logger)
         var engineConfiguration = Engine.Configuration()
@@ -55,6 +59,20 @@ struct Run: ParsableCommand {
         engineConfiguration.heightMeters = height
         let gpsSource = try gps.makeSource(configuring: &engineConfiguration.location)
         let engine = Engine(configuration: engineConfiguration)
+        // A demo keeps its history in a directory of its own, removed at exit (SourceChoice.swift).
+        let demoState: DemoStateDirectory?
+        do { demoState = demo ? try DemoStateDirectory() : nil } catch {
+            throw StartFailure(description: "\(error)", status: .cantCreate)
+        }
+        if let demoState { service.stateDir = demoState.path }
+        do { try serve(source: source, engine: engine, gpsSource: gpsSource, demoState: demoState, logger: logger) } catch {
+            demoState?.remove()
+            throw error
+        }
+    }
+
+    private func serve(source: SampleSource, engine: Engine, gpsSource: GPSDSource?, demoState: DemoStateDirectory?,
+                       logger: Logger) throws {
         let runtime = ServiceRuntime(options: service, engine: engine, logger: logger)
         runtime.openStore()
 
@@ -76,7 +94,7 @@ struct Run: ParsableCommand {
         engine.attach(source: source)
         source.start(sink: engine)
         gpsSource?.start(sink: engine)
-        print("stepd: counting steps from \(source.description)")
+        print(SourceChoice.banner(for: source))
         print("stepd: listening on \(socketPath)")
         print("stepd: try   stepctl --socket \(socketPath) steps")
         print("stepd:  or   echo '{\"cmd\":\"steps\"}' | socat - UNIX-CONNECT:\(socketPath)")
@@ -88,26 +106,18 @@ struct Run: ParsableCommand {
             gpsSource?.stop()
             runtime.stop()
             server.stop()
+            demoState?.remove()
         }
     }
 
+    /// The accelerometer, or the recording asked for (SourceChoice.swift); a recording that cannot be read
+    /// says why, with 66 for a file that is not there or not readable and 65 for one that is not a recording.
     private func chooseSource(logger: Logger) throws -> SampleSource {
-        if let accelerometer = iio.source(replayGiven: replay != nil, logger: logger) { return accelerometer }
-        if let replay {
-            logger.debug("source: the recording \(replay) (--replay), at \(speed)× real time\(loop ? ", looping" : "")")
-            return try openRecording(replay, loop: loop)
-        }
-        guard let bundled = DefaultRecording.locate() else {
-            throw StartFailure(description: "no accelerometer and no bundled recording found; pass --replay FILE", status: .noInput)
-        }
-        logger.notice("no accelerometer given: replaying the bundled recording \(bundled) in a loop")
-        return try openRecording(bundled, loop: true)
-    }
-
-    private func openRecording(_ path: String, loop: Bool) throws -> SampleSource {
-        try RecordingCheck.check(path)
-        do { return try ReplaySource(path: path, speed: speed, loop: loop) } catch {
-            throw RecordingCheck.explain(error, path: path)
+        do {
+            return try SourceChoice(demo: demo, replay: replay, speed: speed, loop: loop,
+                                    device: iio.device, iioURI: iio.iioURI).makeSource(logger: logger)
+        } catch let error as RecordingError {
+            throw StartFailure(description: "\(error)", status: error.isMissingInput ? .noInput : .dataError)
         }
     }
 }

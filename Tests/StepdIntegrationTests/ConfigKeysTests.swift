@@ -11,7 +11,7 @@ final class ConfigKeysTests: XCTestCase {
         "replay": "replay", "speed": "replay", "loop": "replay", "max_clients": "replay", "max_unsent_kib": "replay",
         "admin_group": "replay", "log_level": "replay", "gpsd": "replay", "gps_retry_s": "retry",
         "visit_min_stay_s": "replay", "no_gps": "sensor", "device": "sensor", "iio_uri": "sensor",
-        "track_max_eph_m": "gps contrast", "visit_radius_m": "gps contrast",
+        "track_max_eph_m": "gps contrast", "visit_radius_m": "gps contrast", "demo": "demo",
     ]
 
     static func documentedKeys() throws -> Set<String> {
@@ -149,7 +149,7 @@ final class ConfigKeysTests: XCTestCase {
 
         // log_level = debug.
         let text = try String(contentsOfFile: logPath, encoding: .utf8)
-        XCTAssertTrue(text.contains(" debug stepd: source: "), "log_level: \(text)")
+        XCTAssertTrue(text.contains(" debug stepd: source choice: "), "log_level: \(text)")
     }
 
     /// device and iio_uri name a sensor that is not there: the daemon reads (waits for) it, not a recording;
@@ -169,6 +169,23 @@ final class ConfigKeysTests: XCTestCase {
         XCTAssertTrue("\(source)".contains("no-such-accel"), "device: \(source)")
         XCTAssertEqual(gps(status)["state"] as? String, "unavailable", "no_gps")
         XCTAssertTrue((gps(status)["error"] as? String ?? "").lowercased().contains("disabled"), "no_gps: \(gps(status))")
+    }
+
+    /// demo = true: the bundled recording plays as a demo, and the configured state directory stays untouched.
+    func testDemoKeyPlaysTheBundledRecordingWithAThrowawayHistory() throws {
+        let directory = try TemporaryDirectory()
+        let socket = directory.file("demo.sock")
+        let state = directory.file("state")
+        let (process, _, logPath) = try start(["socket": socket, "state_dir": state, "demo": "true", "speed": "20",
+                                               "no_gps": "true"], directory: directory)
+        defer { stop(process) }
+        let client = try connect(socket, process: process, log: logPath)
+        let status = try poll(client, timeout: 30, "demo steps") { _ in
+            (try client.request(["cmd": "steps"])["steps"] as? Int ?? 0) > 0
+        }
+        let source = status["source"] as? [String: Any] ?? [:]
+        XCTAssertEqual(source["demo"] as? Bool, true, "demo: \(source)")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: state + "/stepd.sqlite"), "demo: the configured history was written")
     }
 
     /// track_max_eph_m and visit_radius_m, each against the same receiver log: an eph limit under the

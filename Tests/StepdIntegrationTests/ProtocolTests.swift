@@ -209,7 +209,7 @@ final class DaemonLifecycleTests: XCTestCase {
         let expected = "/tmp/stepd-65534/stepd.sock"
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.stepd, "--speed", "20"]
+        process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.stepd, "--demo", "--speed", "20"]
         process.environment = ["PATH": "/usr/bin:/bin", "STEPD_DATA_DIR": Binaries.repository.appendingPathComponent("data").path]
         let out = Pipe()
         process.standardOutput = out

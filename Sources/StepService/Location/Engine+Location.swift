@@ -26,7 +26,6 @@ extension Engine: FixSink {
         queue.async { [self] in
             let before = locationTracker.heardFromSource ? locationTracker.state : "starting"
             locationTracker.connectionChanged(state)
-            if state == .connected { logger.debug("gps: connected to gpsd at \(locationTracker.snapshot.gpsd)") }
             logGPSTransition(from: before)
             publishLocation()
         }

@@ -21,9 +21,9 @@ public struct WalkingBout: Sendable {
         public var maximumStepIntervalSeconds = 1.5
         /// Inside a bout a cycle closer than this fraction of the current step period is a second crest of the
         /// same footfall (a loose or one-sided carrier sees heel strike and push-off apart). Even at gait
-        /// initiation, in turns and at the last step, a step lasts at least 0.6 of the step before it: steady
-        /// step intervals vary by 2-4 % (Hausdorff, J Neuroeng Rehabil 2005), and in the 17,000 foot-switch and
-        /// heel-strike intervals of our recordings 0.1-0.5 % are shorter than 0.6 of the local period.
+        /// initiation, in turns and at the last step, a step lasts at least 0.6 of the steps before it: stride
+        /// times vary by 1-3 % from stride to stride (Hausdorff, J NeuroEng Rehabil 2005), and of the 16,500
+        /// true step intervals in our recordings 0.1-0.5 % are shorter than 0.6 of the median of the six before.
         public var minimumPeriodFraction = 0.6
         /// Regularity while confirming: one stride may differ from the next by at most this fraction of a
         /// stride. Strides, not steps, are compared, because left and right steps differ on a one-sided
@@ -38,8 +38,8 @@ public struct WalkingBout: Sendable {
         public var minimumAmplitudeFraction = 0.35
         /// Inside a bout a cycle that comes on the walk's rhythm (this range of step periods after the last step)
         /// needs only `rhythmAmplitudeFraction` of the bout's step size: the steps of a turn and the first and
-        /// last of a walk are shorter and push the body up and down less, but still alternate feet in time
-        /// (Hase & Stein, J Neurophysiol 1999: turning steps are shorter and slower, not skipped).
+        /// last of a walk are shorter and push the body up and down less, but people turn within the walking
+        /// rhythm, stepping or spinning on one foot (Hase & Stein, J Neurophysiol 1999).
         public var rhythmMinimumPeriods = 0.7
         public var rhythmMaximumPeriods = 1.5
         public var rhythmAmplitudeFraction = 0.2

@@ -16,9 +16,8 @@ final class DaemonLogTests: XCTestCase {
             (status["store"] as? [String: Any])?["last_commit"] != nil && daemon.log.contains("store: committed")
         }
         let lines = daemon.log.split(separator: "\n").filter { $0.hasPrefix("<") }
-        XCTAssertTrue(lines.contains { $0.hasPrefix("<7>stepd: source: the recording \(Binaries.bundledRecording) (--replay)") }, daemon.log)
-        XCTAssertTrue(lines.contains { $0.hasPrefix("<7>stepd: source: --replay without --device") },
-                      "the IIO side of the choice: \(daemon.log)")
+        XCTAssertTrue(lines.contains { $0.hasPrefix("<7>stepd: source choice: --replay \(Binaries.bundledRecording) at speed 4") },
+                      "the source chosen and why: \(daemon.log)")
         XCTAssertTrue(lines.contains { $0.hasPrefix("<7>stepd.store: store: committed ") }, daemon.log)
         let stamped = try NSRegularExpression(pattern: #"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"#, options: .anchorsMatchLines)
         XCTAssertNil(stamped.firstMatch(in: daemon.log, range: NSRange(daemon.log.startIndex..., in: daemon.log)),

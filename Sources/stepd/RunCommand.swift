@@ -32,7 +32,16 @@ struct Run: ParsableCommand {
     @Option(help: "The most clients connected at once; the next one gets an ERROR and is closed.")
     var maxClients: Int = 256
 
-    @Option(help: "A watcher that leaves more than this many KiB unread is dropped.")
+    @Option(help: "The most connections one user may hold (root and the admin group are not counted).")
+    var maxClientsPerUser: Int = 32
+
+    @Option(help: "Connection slots kept for root, the daemon's user and the admin group.")
+    var reservedClients: Int = 8
+
+    @Option(help: "Requests a connection may have waiting for an answer; a client past it is closed.")
+    var maxRequestsInFlight: Int = 16
+
+    @Option(help: "A watcher that leaves more than this many KiB unread is dropped; no reply starts while a client leaves that much unread.")
     var maxUnsentKib: Int = 64
 
     @Option(help: "A group whose members may reset the count (root and the daemon's own user always may).")
@@ -58,6 +67,9 @@ struct Run: ParsableCommand {
         guard (0.5...2.5).contains(height) else { throw ValidationError("--height must be in metres, between 0.5 and 2.5") }
         guard maxUnsentKib > 0 else { throw ValidationError("--max-unsent-kib must be at least 1") }
         guard maxClients > 0 else { throw ValidationError("--max-clients must be at least 1") }
+        guard maxClientsPerUser > 0 else { throw ValidationError("--max-clients-per-user must be at least 1") }
+        guard reservedClients >= 0 else { throw ValidationError("--reserved-clients must be 0 or more") }
+        guard maxRequestsInFlight > 0 else { throw ValidationError("--max-requests-in-flight must be at least 1") }
     }
 
     mutating func run() throws {
@@ -90,6 +102,9 @@ struct Run: ParsableCommand {
         let socketPath = try passed.map { $0.path ?? "(passed by systemd)" } ?? socket ?? DaemonSocket.choose(logger: logger)
         var serverConfiguration = ProtocolServer.Configuration(socketPath: socketPath)
         serverConfiguration.maximumClients = maxClients
+        serverConfiguration.maximumClientsPerUser = maxClientsPerUser
+        serverConfiguration.reservedClients = reservedClients
+        serverConfiguration.maximumRequestsInFlight = maxRequestsInFlight
         serverConfiguration.adminGroup = adminGroup
         serverConfiguration.maximumUnsentBytes = maxUnsentKib * 1024
         let server = ProtocolServer(configuration: serverConfiguration, engine: engine)

@@ -72,6 +72,10 @@ final class HostileClientTests: XCTestCase {
         let more = try runCommand("/usr/bin/setpriv", Unprivileged.asUser(Unprivileged.nobody, [Binaries.stepctl, "steps", "--socket", daemon.socketPath]))
         XCTAssertEqual(more.status, 69)
         XCTAssert(more.stderr.contains("too many connections from uid 65534"), more.stderr)
+        // At debug level, connects and disconnects are logged with who the client is (rate-limited per process).
+        XCTAssert(daemon.log.contains("client connected: uid 65534, pid "), daemon.log)
+        XCTAssert(daemon.log.contains("client disconnected: uid 0, pid "), daemon.log)
+        XCTAssert(daemon.log.contains("refused a connection from uid 65534"), daemon.log)
     }
 
     func testTheLastSlotsAreKeptForRootAndTheAdminGroup() throws {

@@ -21,8 +21,14 @@ final class HostileClientTests: XCTestCase {
     /// The release daemon, which `make install` ships, must stay under 40 MB; a debug build is larger by itself,
     /// so there only the growth is bounded.
     private func memoryLimit(baseline: Int) -> Int {
-        Binaries.productsDirectory.path.contains("release") ? 40 << 20 : baseline + (20 << 20)
+        isRelease ? 40 << 20 : baseline + (20 << 20)
     }
+
+    /// 100 ms for the release daemon; a debug build does the same work several times slower, so it gets 1 s
+    /// (before the limits, the answer took 48 s).
+    private var latencyLimit: TimeInterval { isRelease ? 0.1 : 1 }
+
+    private var isRelease: Bool { Binaries.productsDirectory.path.contains("release") }
 
     func testPipeliningNonReadersNeitherGrowMemoryNorDelayAStatusClient() throws {
         let pid = daemon.process.processIdentifier
@@ -51,7 +57,7 @@ final class HostileClientTests: XCTestCase {
         peak = max(peak, ProcStatus.residentBytes(of: pid))
         print("pipelining non-readers: \(summary ?? [:]); \(answered) status answers, slowest \(Int(slowest * 1000)) ms; RSS \(baseline >> 10) KiB before, peak \(peak >> 10) KiB")
         XCTAssertGreaterThan(answered, 5)
-        XCTAssertLessThan(slowest, 0.1, "a status client waited \(slowest) s")
+        XCTAssertLessThan(slowest, latencyLimit, "a status client waited \(slowest) s")
         XCTAssertLessThan(peak, memoryLimit(baseline: baseline), "RSS rose from \(baseline >> 20) MB to \(peak >> 20) MB")
         let status = try observer.request(["cmd": "status"])
         XCTAssertGreaterThan(status["closed_clients"] as? Int ?? 0, 0, "the pipeliners were closed")

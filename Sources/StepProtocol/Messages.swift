@@ -60,12 +60,18 @@ public struct StatusMessage: Codable, Sendable {
     public var clients: Int
     /// Watchers closed because they did not read what they asked for.
     public var dropped_watchers: Int
+    /// Clients closed because they sent more requests than they read answers to.
+    public var closed_clients: Int?
     /// The gravity estimate in the board's axes (m/s^2), once samples have arrived.
     public var gravity: [Double]?
     /// The history database; absent when the daemon runs without one.
     public var store: StoreStatusMessage?
     /// The link to gpsd and the fix (LocationMessages.swift).
     public var gps: GPSStatus?
+    /// The daemon's time zone, which its days and "today" follow: an IANA name ("Europe/Berlin") and the
+    /// offset from UTC now, in seconds east, for a client that does not know the name.
+    public var time_zone: String?
+    public var utc_offset_s: Int?
     public var id: JSONValue?
     public init(release: String, uptime_s: Double, source: SourceStatus, detector: String, rate_in_hz: Double,
                 rate_out_hz: Double, samples_in: Int, samples_out: Int, clients: Int, dropped_watchers: Int,
@@ -195,6 +201,10 @@ public enum WatchClass: String, CaseIterable, Sendable {
     case pedometer = "PEDOMETER"
     case activity = "ACTIVITY"
     case motion = "MOTION"
+
+    /// What a `watch` without `classes` gets: everything but MOTION, whose 10-60 lines a second a client
+    /// should ask for by name.
+    public static let defaultClasses: Set<WatchClass> = Set(allCases).subtracting([.motion])
 }
 
 /// Encodes a message as one protocol line (JSON without pretty printing, then a newline).
@@ -202,8 +212,29 @@ public enum Wire {
     public static func line<T: Encodable>(_ message: T) -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.withoutEscapingSlashes]
-        var data = (try? encoder.encode(message)) ?? Data("{\"class\":\"ERROR\",\"message\":\"encoding failed\"}".utf8)
+        var data: Data
+        do {
+            data = try encoder.encode(message)
+        } catch {
+            // JSON has no infinity or NaN; a non-finite number (a sensor gone mad) is sent as null rather than
+            // the whole message failing. Only this rare path pays for the second encoding.
+            data = (try? withNonFiniteAsNull(message)) ?? Data("{\"class\":\"ERROR\",\"message\":\"encoding failed\"}".utf8)
+        }
         data.append(0x0A)
+        return data
+    }
+
+    /// Encodes with non-finite numbers as a marker string, then turns the quoted marker into `null`. The marker
+    /// starts with a control character, which no string of the daemon's holds (only an `id` chosen to match
+    /// could, and it would become null too: harmless).
+    static func withNonFiniteAsNull<T: Encodable>(_ message: T) throws -> Data {
+        let marker = "\u{1}nonfinite"
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: marker, negativeInfinity: marker, nan: marker)
+        let encoded = try encoder.encode(marker)  // the marker as the encoder writes it, quotes and escapes included
+        var data = try encoder.encode(message)
+        while let range = data.firstRange(of: encoded) { data.replaceSubrange(range, with: Data("null".utf8)) }
         return data
     }
 }

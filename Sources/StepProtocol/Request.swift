@@ -26,6 +26,17 @@ public enum RequestError: Error, Equatable, CustomStringConvertible {
     }
 }
 
+/// A request line that could not be parsed, with the `id` it carried when it had one.
+public struct RequestFailure: Error, Equatable, CustomStringConvertible {
+    public let reason: RequestError
+    public let id: JSONValue?
+    public init(_ reason: RequestError, id: JSONValue? = nil) {
+        self.reason = reason
+        self.id = id
+    }
+    public var description: String { reason.description }
+}
+
 /// One request line: `{"cmd": "...", "id": any, ...}`.
 public struct Request: Sendable {
     public enum Command: String, CaseIterable, Sendable {
@@ -47,14 +58,17 @@ public struct Request: Sendable {
     /// No request needs more; a deeper one is refused before parsing, so that it cannot exhaust the stack.
     public static let maximumNesting = 16
 
-    public static func parse(_ line: Data) throws -> Request {
-        guard nestingDepth(line) <= maximumNesting else { throw RequestError.nestedTooDeeply(limit: maximumNesting) }
+    /// Parses one line; a line that is an object but not a request we know throws a `RequestFailure` that
+    /// still carries its `id`, so that the ERROR can be matched to the request.
+    public static func parse(_ line: Data) throws(RequestFailure) -> Request {
+        guard nestingDepth(line) <= maximumNesting else { throw RequestFailure(.nestedTooDeeply(limit: maximumNesting)) }
         let value: JSONValue
-        do { value = try JSONDecoder().decode(JSONValue.self, from: line) } catch { throw RequestError.notJSON }
-        guard case .object(let object) = value else { throw RequestError.notAnObject }
-        guard let name = object["cmd"]?.stringValue else { throw RequestError.missingCommand }
-        guard let command = Command(rawValue: name) else { throw RequestError.unknownCommand(name) }
-        return Request(command: command, id: object["id"], fields: object)
+        do { value = try JSONDecoder().decode(JSONValue.self, from: line) } catch { throw RequestFailure(.notJSON) }
+        guard case .object(let object) = value else { throw RequestFailure(.notAnObject) }
+        let id = object["id"]
+        guard let name = object["cmd"]?.stringValue else { throw RequestFailure(.missingCommand, id: id) }
+        guard let command = Command(rawValue: name) else { throw RequestFailure(.unknownCommand(name), id: id) }
+        return Request(command: command, id: id, fields: object)
     }
 
     /// The deepest nesting of brackets and braces outside strings.

@@ -1,18 +1,31 @@
 import Foundation
 import StepProtocol
 
-/// Why stepctl could not talk to the daemon.
+/// Why stepctl could not get an answer from the daemon.
 enum ClientError: Error, CustomStringConvertible {
     case cannotConnect(path: String, reason: String)
-    case closed
+    /// The daemon closed the connection; `message` is the ERROR it sent first, if it sent one.
+    case closed(message: String?)
+    /// The daemon answered the request with an ERROR.
     case daemon(message: String)
 
     var description: String {
         switch self {
         case .cannotConnect(let path, let reason):
             return "cannot connect to stepd at \(path): \(reason) (is the daemon running? try --socket PATH)"
-        case .closed: return "the daemon closed the connection"
+        case .closed(let message?): return "stepd closed the connection: \(message)"
+        case .closed(nil): return "the daemon closed the connection"
         case .daemon(let message): return "stepd: \(message)"
+        }
+    }
+
+    /// The exit status for this failure (sysexits.h, the table in stepctl(1)).
+    var exitStatus: ExitStatus {
+        switch self {
+        case .cannotConnect, .closed: return .unavailable
+        // The daemon's words for a refused permission (RequestError.notPermitted).
+        case .daemon(let message) where message.contains("is not permitted"): return .noPermission
+        case .daemon: return .failure
         }
     }
 }
@@ -21,6 +34,8 @@ enum ClientError: Error, CustomStringConvertible {
 final class Client {
     private let fd: Int32
     private var pending = Data()
+    /// The last ERROR read, so that a connection the daemon closes after one can say why.
+    private var lastError: String?
 
     init(path: String) throws {
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
@@ -43,7 +58,11 @@ final class Client {
             close(fd)
             throw ClientError.cannotConnect(path: path, reason: reason)
         }
-        _ = try readObject()  // VERSION
+        // VERSION, or an ERROR (too many clients) before the daemon closes the connection.
+        let greeting = try readObject()
+        if greeting["class"] as? String == "ERROR" {
+            throw ClientError.closed(message: greeting["message"] as? String ?? "error")
+        }
     }
 
     deinit { close(fd) }
@@ -54,8 +73,9 @@ final class Client {
         try data.withUnsafeBytes { raw in
             var offset = 0
             while offset < raw.count {
-                let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if n <= 0 { throw ClientError.closed }
+                // MSG_NOSIGNAL: a daemon that closed the connection is an EPIPE here, not a SIGPIPE death.
+                let n = Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+                if n <= 0 { throw ClientError.closed(message: errorLeftBehind()) }
                 offset += n
             }
         }
@@ -67,18 +87,21 @@ final class Client {
             if let newline = pending.firstIndex(of: 0x0A) {
                 let line = pending[pending.startIndex..<newline]
                 pending = Data(pending[(newline + 1)...])
+                noteError(in: Data(line))
                 return Data(line)
             }
             var chunk = [UInt8](repeating: 0, count: 65536)
             let n = read(fd, &chunk, chunk.count)
-            if n <= 0 { throw ClientError.closed }
+            if n <= 0 { throw ClientError.closed(message: lastError) }
             pending.append(contentsOf: chunk[0..<n])
         }
     }
 
     func readObject() throws -> [String: Any] {
         let line = try readLine()
-        guard let object = try JSONSerialization.jsonObject(with: line) as? [String: Any] else { throw ClientError.closed }
+        guard let object = try? JSONSerialization.jsonObject(with: line) as? [String: Any] else {
+            throw ClientError.closed(message: "the daemon sent something that is not a JSON object")
+        }
         return object
     }
 
@@ -92,5 +115,18 @@ final class Client {
             if cls == "ERROR" { throw ClientError.daemon(message: object["message"] as? String ?? "error") }
             if cls == expected { return (object, raw) }
         }
+    }
+
+    private func noteError(in line: Data) {
+        guard line.range(of: Data("\"ERROR\"".utf8)) != nil,
+              let object = try? JSONSerialization.jsonObject(with: line) as? [String: Any],
+              object["class"] as? String == "ERROR" else { return }
+        lastError = object["message"] as? String
+    }
+
+    /// After a failed write: the lines the daemon sent before it closed, for an ERROR that says why.
+    private func errorLeftBehind() -> String? {
+        while let line = try? readLine() { _ = line }
+        return lastError
     }
 }

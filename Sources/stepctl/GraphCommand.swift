@@ -1,6 +1,7 @@
 import ArgumentParser
 import Dispatch
 import Foundation
+import StepProtocol
 
 /// The seismometer: a live strip chart of vertical acceleration and a needle gauge, redrawn in place.
 struct Graph: ParsableCommand {
@@ -20,9 +21,23 @@ struct Graph: ParsableCommand {
     }
 
     func run() throws {
+        if !options.json, isatty(STDOUT_FILENO) == 0 {
+            FileHandle.standardError.write(Data(("stepctl: graph draws on a terminal, and standard output is not one; "
+                + "use `stepctl graph --json` for MOTION as JSON lines, or `stepctl watch --classes MOTION`\n").utf8))
+            throw ExitCode(ExitStatus.usage.rawValue)
+        }
         let client = try exitOnError { try options.connect() }
         _ = try exitOnError { try client.request(["cmd": "watch", "enable": true, "classes": ["MOTION"], "rate_hz": rate],
                                                  expecting: "WATCH") }
+        if options.json {
+            // The MOTION lines as the daemon sends them, for a script or a plotting program.
+            try exitOnError {
+                while true {
+                    let raw = try client.readLine()
+                    if raw.range(of: Data("\"MOTION\"".utf8)) != nil { emit(String(decoding: raw, as: UTF8.self)) }
+                }
+            }
+        }
         let size = TerminalSize.current()
         let plot = SeismometerView(width: size.columns, height: size.rows, fullScale: sensitivity)
         Terminal.enter()
@@ -37,7 +52,11 @@ struct Graph: ParsableCommand {
             var lastDraw = Date.distantPast
             while true {
                 guard let raw = try? client.readLine() else {
-                    DispatchQueue.main.async { Terminal.leave(); print("stepctl: the daemon closed the connection"); Foundation.exit(69) }
+                    DispatchQueue.main.async {
+                        Terminal.leave()
+                        FileHandle.standardError.write(Data("stepctl: the daemon closed the connection\n".utf8))
+                        Foundation.exit(ExitStatus.unavailable.rawValue)
+                    }
                     return
                 }
                 guard let o = try? JSONSerialization.jsonObject(with: raw) as? [String: Any], o["class"] as? String == "MOTION" else { continue }

@@ -8,7 +8,7 @@ struct History: ParsableCommand {
         abstract: "Steps and distance per minute, hour or day from the daemon's history.",
         discussion: """
             --today shows today's hours; --since 7d shows today and the six days before, one line per day.
-            Days are local days (the daemon's time zone). Days without steps show 0.
+            Days, dates and "today" are the daemon's (its time zone, from STATUS). Days without steps show 0.
             """)
 
     @OptionGroup var options: ConnectionOptions
@@ -36,17 +36,20 @@ struct History: ParsableCommand {
 
     func run() throws {
         let now = Date()
-        let calendar = Calendar.current
+        let client = try exitOnError { try options.connect() }
+        // "Today" and dates are the daemon's: its days are what its history bins by.
+        let calendar = calendar(in: try exitOnError { try daemonTimeZone(client) })
         var from = calendar.startOfDay(for: now)
         var size = bin ?? "hour"
         if let since {
-            let parsed = try Self.parseSince(since, now: now)
+            let parsed = try Self.parseSince(since, now: now, calendar: calendar)
             from = parsed.from
             size = bin ?? parsed.defaultBin
         }
         let to = until.flatMap(Timestamp.date) ?? now
-        let request: [String: Any] = ["cmd": "history", "from": Timestamp.string(from), "to": Timestamp.string(to), "bin": size]
-        let reply = try exitOnError { try options.connect().request(request, expecting: "HISTORY") }
+        let request: [String: Any] = ["cmd": "history", "from": Timestamp.string(from, in: calendar.timeZone),
+                                      "to": Timestamp.string(to, in: calendar.timeZone), "bin": size]
+        let reply = try exitOnError { try client.request(request, expecting: "HISTORY") }
         if options.json { return emit(String(decoding: reply.raw, as: UTF8.self)) }
         let bins = reply.object["bins"] as? [[String: Any]] ?? []
         var rows: [(label: String, steps: Int, distanceMeters: Double)]
@@ -69,19 +72,18 @@ struct History: ParsableCommand {
 
     /// "7d" → local midnight six days ago (day bins); "12h", "90m" → that long ago; "2026-11-20" → that local
     /// midnight (day bins); an ISO-8601 time as is.
-    static func parseSince(_ text: String, now: Date) throws -> (from: Date, defaultBin: String) {
+    static func parseSince(_ text: String, now: Date, calendar: Calendar = .current) throws -> (from: Date, defaultBin: String) {
         if let date = Timestamp.date(text) { return (date, "hour") }
         let day = DateFormatter()
         day.locale = Locale(identifier: "en_US_POSIX")
-        day.timeZone = .current
+        day.timeZone = calendar.timeZone
         day.dateFormat = "yyyy-MM-dd"
-        if let midnight = day.date(from: text) { return (Calendar.current.startOfDay(for: midnight), "day") }
+        if let midnight = day.date(from: text) { return (calendar.startOfDay(for: midnight), "day") }
         guard let unit = text.last, let amount = Int(text.dropLast()), amount > 0 else {
             throw ValidationError("--since must look like 7d, 12h, 90m or an ISO-8601 time, not '\(text)'")
         }
         switch unit {
         case "d":
-            let calendar = Calendar.current
             let start = calendar.date(byAdding: .day, value: -(amount - 1), to: calendar.startOfDay(for: now))!
             return (start, "day")
         case "h": return (now.addingTimeInterval(-Double(amount) * 3600), "hour")

@@ -7,9 +7,54 @@ struct StepCtl: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stepctl",
         abstract: "Query and control the stepd daemon.",
+        discussion: "Global options (--socket, --json) may come before or after the command.",
         version: "0.1.0",
         subcommands: [Status.self, Steps.self, Reset.self, Watch.self, Graph.self, Summary.self, History.self,
                       Position.self, Track.self, Visits.self])
+
+    static func main() {
+        // A daemon that closes the connection is an error to report (Client), never a SIGPIPE death.
+        signal(SIGPIPE, SIG_IGN)
+        main(GlobalOptions.movedAfterCommand(Array(CommandLine.arguments.dropFirst()),
+                                             commands: configuration.subcommands.compactMap { $0.configuration.commandName ?? defaultName(of: $0) }))
+    }
+
+    private static func defaultName(of command: ParsableCommand.Type) -> String {
+        String(describing: command).lowercased()
+    }
+}
+
+/// The options every command takes may be typed before the command, as the daemon's banner shows
+/// (`stepctl --socket P steps`); ArgumentParser reads them only after it, so they are moved there.
+enum GlobalOptions {
+    static let withValue: Set<String> = ["--socket"]
+    static let flags: Set<String> = ["--json"]
+
+    static func movedAfterCommand(_ arguments: [String], commands: [String]) -> [String] {
+        var moved: [String] = []
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            if commands.contains(argument) {
+                return [argument] + moved + arguments[(index + 1)...]
+            }
+            let name = String(argument.split(separator: "=", maxSplits: 1).first ?? "")
+            if flags.contains(argument) {
+                moved.append(argument)
+                index += 1
+            } else if withValue.contains(name) {
+                moved.append(argument)
+                if !argument.contains("="), index + 1 < arguments.count {
+                    moved.append(arguments[index + 1])
+                    index += 1
+                }
+                index += 1
+            } else {
+                return arguments  // something else first (--help, a typo): ArgumentParser says what it thinks
+            }
+        }
+        return arguments
+    }
 }
 
 /// Options every subcommand takes.
@@ -36,9 +81,26 @@ func number(_ value: Any?, decimals: Int = 1) -> String {
     return String(format: "%.\(decimals)f", n)
 }
 
+/// Runs `body`; a failure to talk to the daemon, or its ERROR, is printed and becomes the exit status of the
+/// table in stepctl(1): 69 no daemon or connection closed, 77 permission refused, 1 any other ERROR.
 func exitOnError<T>(_ body: () throws -> T) throws -> T {
     do { return try body() } catch let error as ClientError {
         FileHandle.standardError.write(Data("stepctl: \(error)\n".utf8))
-        throw ExitCode(69)  // EX_UNAVAILABLE
+        throw ExitCode(error.exitStatus.rawValue)
     }
+}
+
+/// The daemon's time zone, which "today" and dates follow (STATUS `time_zone`, else its UTC offset).
+func daemonTimeZone(_ client: Client) throws -> TimeZone {
+    let status = try client.request(["cmd": "status"], expecting: "STATUS").object
+    if let name = status["time_zone"] as? String, let zone = TimeZone(identifier: name) { return zone }
+    if let offset = status["utc_offset_s"] as? Int, let zone = TimeZone(secondsFromGMT: offset) { return zone }
+    return .current  // a daemon too old to say
+}
+
+/// A Gregorian calendar in the daemon's zone.
+func calendar(in zone: TimeZone) -> Calendar {
+    var calendar = Calendar(identifier: .gregorian)
+    calendar.timeZone = zone
+    return calendar
 }

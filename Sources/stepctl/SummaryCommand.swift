@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import StepProtocol
 
 /// The seed's shareable line: "I walked N steps today".
 struct Summary: ParsableCommand {
@@ -26,15 +27,17 @@ struct Summary: ParsableCommand {
     }
 
     /// Today's steps from the daemon's day history when it keeps one, else its count since the last reset.
+    /// "Today" is the daemon's day (its time zone, from STATUS), which its history bins by.
     private func today(_ client: Client) throws -> Result {
-        let midnight = Calendar.current.startOfDay(for: Date())
-        let formatter = ISO8601DateFormatter()
-        if let history = try? client.request(["cmd": "history", "bin": "day", "from": formatter.string(from: midnight),
-                                              "to": formatter.string(from: Date())], expecting: "HISTORY").object,
+        let zone = try daemonTimeZone(client)
+        let midnight = calendar(in: zone).startOfDay(for: Date())
+        let now = Date()
+        if let history = try? client.request(["cmd": "history", "bin": "day", "from": Timestamp.string(midnight, in: zone),
+                                              "to": Timestamp.string(now, in: zone)], expecting: "HISTORY").object,
            let bins = history["bins"] as? [[String: Any]] {
             let steps = bins.reduce(0) { $0 + (($1["steps"] as? Int) ?? 0) }
             let distance = bins.reduce(0.0) { $0 + (($1["distance_m"] as? Double) ?? Double(($1["distance_m"] as? Int) ?? 0)) }
-            return Result(steps: steps, distance_m: distance, since: formatter.string(from: midnight),
+            return Result(steps: steps, distance_m: distance, since: Timestamp.string(midnight, in: zone),
                           text: Self.sentence(steps: steps, meters: distance, period: "today"))
         }
         let o = try client.request(["cmd": "steps"], expecting: "STEPS").object
@@ -42,7 +45,7 @@ struct Summary: ParsableCommand {
         let distance = (o["distance_m"] as? Double) ?? Double((o["distance_m"] as? Int) ?? 0)
         let since = o["since"] as? String ?? ""
         let sinceDate = ISO8601DateFormatter.withFractions.date(from: since) ?? Date()
-        let period = sinceDate >= midnight ? "today" : "since \(DateFormatter.localizedString(from: sinceDate, dateStyle: .medium, timeStyle: .none))"
+        let period = sinceDate >= midnight ? "today" : "since \(Timestamp.day(sinceDate, in: zone))"
         return Result(steps: steps, distance_m: distance, since: since, text: Self.sentence(steps: steps, meters: distance, period: period))
     }
 

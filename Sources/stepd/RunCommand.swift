@@ -21,6 +21,9 @@ struct Run: ParsableCommand {
     @Option(.named("detector")) var detector: String
     @Option(.named("height")) var height: Double
     @Option(.named("max_clients")) var maxClients: Int
+    @Option(.named("max_clients_per_user")) var maxClientsPerUser: Int
+    @Option(.named("reserved_clients")) var reservedClients: Int
+    @Option(.named("max_requests_in_flight")) var maxRequestsInFlight: Int
     @Option(.named("max_unsent_kib")) var maxUnsentKib: Int
     @Option(.named("admin_group")) var adminGroup: String?
     @Option(.named("log_level")) var logLevel: String
@@ -83,6 +86,9 @@ struct Run: ParsableCommand {
         let socketPath = try passed.map { $0.path ?? "(passed by systemd)" } ?? socket ?? DaemonSocket.choose(logger: logger)
         var serverConfiguration = ProtocolServer.Configuration(socketPath: socketPath)
         serverConfiguration.maximumClients = maxClients
+        serverConfiguration.maximumClientsPerUser = maxClientsPerUser
+        serverConfiguration.reservedClients = reservedClients
+        serverConfiguration.maximumRequestsInFlight = maxRequestsInFlight
         serverConfiguration.adminGroup = adminGroup
         serverConfiguration.maximumUnsentBytes = maxUnsentKib * 1024
         let server = ProtocolServer(configuration: serverConfiguration, engine: engine)

@@ -12,6 +12,7 @@ final class ConfigKeysTests: XCTestCase {
         "admin_group": "replay", "log_level": "replay", "gpsd": "replay", "gps_retry_s": "retry",
         "visit_min_stay_s": "replay", "no_gps": "sensor", "device": "sensor", "iio_uri": "sensor",
         "track_max_eph_m": "gps contrast", "visit_radius_m": "gps contrast", "demo": "demo",
+        "max_clients_per_user": "connections", "reserved_clients": "connections", "max_requests_in_flight": "connections",
     ]
 
     static func documentedKeys() throws -> Set<String> {
@@ -169,6 +170,41 @@ final class ConfigKeysTests: XCTestCase {
         XCTAssertTrue("\(source)".contains("no-such-accel"), "device: \(source)")
         XCTAssertEqual(gps(status)["state"] as? String, "unavailable", "no_gps")
         XCTAssertTrue((gps(status)["error"] as? String ?? "").lowercased().contains("disabled"), "no_gps: \(gps(status))")
+    }
+
+    /// max_clients_per_user, reserved_clients and max_requests_in_flight, with clients of other users (setpriv):
+    /// of 11 slots 4 are kept, so beside root's one two users get 3 each, a third none, and root still gets in; a non-reading
+    /// client with more than 2 requests waiting is closed, the log naming the limit.
+    func testConnectionLimitKeysTakeEffect() throws {
+        try Unprivileged.requireTools()
+        let directory = try TemporaryDirectory()
+        let socket = directory.file("limits.sock")
+        let (process, _, logPath) = try start([
+            "socket": socket, "state_dir": directory.file("state"), "replay": Binaries.bundledRecording, "loop": "true",
+            "no_gps": "true", "max_clients": "11", "max_clients_per_user": "3", "reserved_clients": "4",
+            "max_requests_in_flight": "2",
+        ], directory: directory)
+        defer { stop(process) }
+        let client = try connect(socket, process: process, log: logPath)
+        chmod(socket, 0o666)
+        chmod(directory.path, 0o755)
+        let nobody = try Unprivileged.Running(["idle", socket, "10"])
+        defer { nobody.finish() }
+        XCTAssertEqual(try nobody.readObject()["connected"] as? Int, 3, "max_clients_per_user")
+        let daemonUser = try Unprivileged.Running(["idle", socket, "10"], uid: 1)
+        defer { daemonUser.finish() }
+        XCTAssertEqual(try daemonUser.readObject()["connected"] as? Int, 3, "max_clients_per_user")
+        let third = try Unprivileged.Running(["idle", socket, "10"], uid: 2)
+        defer { third.finish() }
+        XCTAssertEqual(try third.readObject()["connected"] as? Int, 0, "reserved_clients: 1 (root) + 3 + 3 of 11, 4 kept")
+        XCTAssertEqual(try client.request(["cmd": "status"])["class"] as? String, "STATUS", "root keeps its slot")
+        nobody.finish()
+        _ = try poll(client, timeout: 10, "nobody's idle connections to close") { ($0["clients"] as? Int ?? 99) <= 7 }
+        let result = try Unprivileged.runHostile(["pipeline", socket, "1", "2"])
+        XCTAssertEqual(result["connected"] as? Int, 1, "\(result)")
+        _ = try poll(client, timeout: 20, "the pipelining client to be closed") { ($0["closed_clients"] as? Int ?? 0) >= 1 }
+        let text = try String(contentsOfFile: logPath, encoding: .utf8)
+        XCTAssertTrue(text.contains("more than 2 requests waiting"), "max_requests_in_flight: \(text)")
     }
 
     /// demo = true: the bundled recording plays as a demo, and the configured state directory stays untouched.

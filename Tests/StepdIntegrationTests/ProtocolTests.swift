@@ -108,6 +108,37 @@ final class ProtocolTests: XCTestCase {
         XCTAssertEqual(try client.request(["cmd": "steps"])["class"] as? String, "STEPS")
     }
 
+    func testEveryErrorCarriesItsIDAndLargeIntegerIDsComeBackExactly() throws {
+        let client = try daemon.connect()
+        try client.sendLine(#"{"cmd":"fly","id":"f1"}"#)
+        XCTAssertEqual(try client.readObject()["id"] as? String, "f1", "an unknown command's ERROR keeps the id")
+        try client.sendLine(#"{"id":7}"#)
+        XCTAssertEqual(try client.readObject()["id"] as? Int, 7, "a request without cmd too")
+        // Above 2^53 a double skips integers: 9007199254740993 would come back as ...992.
+        for id in ["9007199254740993", "-9223372036854775808", "18446744073709551615", "1.5", "\"x\""] {
+            try client.sendLine(#"{"cmd":"steps","id":"# + id + "}")
+            var line = try client.readLine()
+            while !line.contains("\"STEPS\"") { line = try client.readLine() }
+            XCTAssert(line.contains("\"id\":\(id)"), "id \(id) came back as: \(line)")
+        }
+    }
+
+    /// docs/protocol.md's Python client, run as printed against the daemon, returns for every request.
+    func testTheDocumentedPythonClientAnswersEveryRequest() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") else { throw XCTSkip("no python3") }
+        let doc = try String(contentsOf: Binaries.repository.appendingPathComponent("docs/protocol.md"), encoding: .utf8)
+        let start = try XCTUnwrap(doc.range(of: "```python\n"))
+        let end = try XCTUnwrap(doc.range(of: "```", range: start.upperBound..<doc.endIndex))
+        let program = String(doc[start.upperBound..<end.lowerBound]) + """
+            for cmd in ["status", "position", "track", "visits", "history", "steps"]:
+                print(stepd({"cmd": cmd})["class"])
+            """
+        let result = try runCommand("/usr/bin/python3", ["-c", program], environment: ["STEPD_SOCKET": daemon.socketPath], timeout: 30)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(result.stdout.split(separator: "\n").dropFirst().map(String.init),
+                       ["STATUS", "POSITION", "TRACK", "VISITS", "HISTORY", "STEPS"], result.stdout + result.stderr)
+    }
+
     func testOverlongLineIsDiscardedAndTheConnectionKept() throws {
         let client = try daemon.connect()
         try client.sendRaw(Data(repeating: UInt8(ascii: "x"), count: 100_000) + Data("\n".utf8))

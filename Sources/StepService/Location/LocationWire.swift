@@ -11,7 +11,7 @@ enum LocationWire {
                                eph_m: fix.ephMeters, epv_m: fix.epvMeters, speed_mps: fix.speedMetersPerSecond,
                                track_deg: fix.trackDegrees, climb_mps: fix.climbMetersPerSecond,
                                mode: fix.mode.rawValue, satellites_used: fix.satellitesUsed,
-                               age_s: max(0, now.timeIntervalSince(fix.arrival)), accuracy: fix.accuracy.rawValue, id: id)
+                               age_s: Replies.rounded(max(0, now.timeIntervalSince(fix.arrival)), 2), accuracy: fix.accuracy.rawValue, id: id)
     }
 
     static func visit(_ v: Visit) -> VisitMessage {
@@ -23,6 +23,6 @@ enum LocationWire {
     static func status(_ s: LocationSnapshot, now: Date) -> GPSStatus {
         GPSStatus(state: s.state, error: s.error, gpsd: s.gpsd, fixes_accepted: s.fixesAccepted,
                   fixes_ignored: s.fixesIgnored, fixes_rejected: s.fixesRejected, connections: s.connections,
-                  last_fix_age_s: s.position.map { max(0, now.timeIntervalSince($0.arrival)) })
+                  last_fix_age_s: s.position.map { Replies.rounded(max(0, now.timeIntervalSince($0.arrival)), 1) })
     }
 }

@@ -25,6 +25,23 @@ public enum ServerError: Error, CustomStringConvertible {
     }
 }
 
+/// Why a connection is refused at once, with an ERROR that says so.
+enum ConnectionRefusal: Error, CustomStringConvertible {
+    case full(limit: Int)
+    case reserved(open: Int)
+    case perUser(uid: uid_t, limit: Int)
+
+    var description: String {
+        switch self {
+        case .full(let limit): return "too many clients (limit \(limit)); try again later"
+        case .reserved(let open):
+            return "too many clients: the \(open) slots open to every user are taken (the rest are kept for root and the admin group); try again later"
+        case .perUser(let uid, let limit):
+            return "too many connections from uid \(uid) (limit \(limit) per user); close some and try again"
+        }
+    }
+}
+
 /// The Unix-socket server: newline-delimited JSON on one event loop. All per-client state (sessions, watches)
 /// belongs to that loop; the engine's events hop onto it.
 public final class ProtocolServer: @unchecked Sendable {
@@ -35,7 +52,15 @@ public final class ProtocolServer: @unchecked Sendable {
         public var socketGroup: String? = "stepd"
         public var maximumLineLength = 4096
         public var maximumClients = 256
-        /// A watcher that has let this much output pile up unread in the daemon is dropped (gpsd does the same).
+        /// Connections one uid may hold at once (root, the daemon's user and the admin group are not counted),
+        /// so that one user cannot take every slot.
+        public var maximumClientsPerUser = 32
+        /// Slots of `maximumClients` that only root, the daemon's user and the admin group may take.
+        public var reservedClients = 8
+        /// Requests one connection may have waiting for an answer; a client past it is closed.
+        public var maximumRequestsInFlight = 16
+        /// A watcher that has let this much output pile up unread in the daemon is dropped (gpsd does the same);
+        /// for any client, no reply is started while this much is unread.
         public var maximumUnsentBytes = 64 * 1024
         /// Members of this group may `reset`, besides root and the daemon's own user.
         public var adminGroup: String?
@@ -56,9 +81,17 @@ public final class ProtocolServer: @unchecked Sendable {
     /// The history database, when the daemon keeps one; set before `start`.
     public var store: StepStore?
 
+    /// What clients can trigger (refusals, closings, resets refused) is logged through this: one line per
+    /// cause per 10 s, with a count.
+    let clientLog: RateLimitedLog
+
     // Owned by the event loop.
     var sessions: [ObjectIdentifier: ClientSession] = [:]
+    /// Connections per uid, for the per-user limit.
+    private var connectionsByUID: [uid_t: Int] = [:]
     var droppedWatchers = 0
+    /// Clients closed because they had too many requests waiting (ClientHandler).
+    var closedClients = 0
     /// The newest wall time a MOTION was encoded for, so that all watchers due share one encoding.
     private var motionCache: (sampleTime: Double, data: Data)?
 
@@ -66,6 +99,7 @@ public final class ProtocolServer: @unchecked Sendable {
         self.configuration = configuration
         self.engine = engine
         self.logger = logger
+        clientLog = RateLimitedLog(logger: logger)
         loop = group.next()
         access = AccessPolicy(adminGroup: configuration.adminGroup.flatMap(AccessPolicy.groupID(named:)))
         if let name = configuration.adminGroup, access.adminGroup == nil {
@@ -108,7 +142,9 @@ public final class ProtocolServer: @unchecked Sendable {
     }
 
     func bootstrap() -> ServerBootstrap {
-        let maximumLineLength = configuration.maximumLineLength
+        let limits = ClientLimits(maximumLineLength: configuration.maximumLineLength,
+                                  maximumRequestsInFlight: configuration.maximumRequestsInFlight,
+                                  maximumUnsentBytes: configuration.maximumUnsentBytes)
         return ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 1024)
             // A modest kernel buffer, so that what a client leaves unread shows in the daemon's own count soon.
@@ -121,9 +157,8 @@ public final class ProtocolServer: @unchecked Sendable {
             .childChannelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(
-                        ByteToMessageHandler(LineFrameDecoder(maximumLength: maximumLineLength)))
-                    try channel.pipeline.syncOperations.addHandler(
-                        ClientHandler(server: self, maximumLineLength: maximumLineLength))
+                        ByteToMessageHandler(LineFrameDecoder(maximumLength: limits.maximumLineLength)))
+                    try channel.pipeline.syncOperations.addHandler(ClientHandler(server: self, limits: limits))
                 }
             }
     }
@@ -154,21 +189,57 @@ public final class ProtocolServer: @unchecked Sendable {
 
     // MARK: Sessions (on the event loop)
 
-    /// Registers a new client, or nil when the limit is reached.
-    func clientConnected(_ channel: Channel) -> ClientSession? {
-        guard sessions.count < configuration.maximumClients else {
-            logger.warning("refused a client: \(configuration.maximumClients) already connected")
-            return nil
+    /// Registers a new client, or says why it is refused: the server is full, the slots left are kept for
+    /// root and the admin group, or the client's user already holds its share.
+    func clientConnected(_ channel: Channel, credentials: PeerCredentials?) -> Result<ClientSession, ConnectionRefusal> {
+        let privileged = access.mayAdminister(credentials)
+        let maximum = configuration.maximumClients
+        // A small --max-clients shrinks the others: one slot at least stays open to everyone.
+        let open = maximum - min(configuration.reservedClients, maximum - 1)
+        let perUser = min(configuration.maximumClientsPerUser, open)
+        var refusal: ConnectionRefusal?
+        if sessions.count >= maximum {
+            refusal = .full(limit: maximum)
+        } else if !privileged, sessions.count >= open {
+            refusal = .reserved(open: open)
+        } else if !privileged, let uid = credentials?.uid, connectionsByUID[uid, default: 0] >= perUser {
+            refusal = .perUser(uid: uid, limit: perUser)
         }
-        let session = ClientSession(channel: channel)
+        if let refusal {
+            let who = credentials?.description ?? "an unidentified client"
+            clientLog.log(.warning, cause: "refused uid \(credentials.map { "\($0.uid)" } ?? "?")",
+                          "refused a connection from \(who): \(refusal)")
+            return .failure(refusal)
+        }
+        let session = ClientSession(channel: channel, credentials: credentials, privileged: privileged)
         sessions[ObjectIdentifier(channel)] = session
-        return session
+        if let uid = credentials?.uid, !privileged { connectionsByUID[uid, default: 0] += 1 }
+        if logger.logLevel <= .debug {
+            clientLog.log(.debug, cause: "connect \(session.who)",
+                          "client connected: \(session.who)\(privileged ? " (admin)" : ""); \(sessions.count) connected")
+        }
+        return .success(session)
     }
 
     func clientDisconnected(_ session: ClientSession) {
-        sessions[ObjectIdentifier(session.channel)] = nil
+        guard sessions.removeValue(forKey: ObjectIdentifier(session.channel)) != nil else { return }
+        if let uid = session.credentials?.uid, !session.privileged {
+            connectionsByUID[uid, default: 1] -= 1
+            if connectionsByUID[uid] == 0 { connectionsByUID[uid] = nil }
+        }
+        if logger.logLevel <= .debug {
+            clientLog.log(.debug, cause: "disconnect \(session.who)",
+                          "client disconnected: \(session.who) after \(session.requestsServed) requests; \(sessions.count) connected")
+        }
         updateMotionDemand()
         if sessions.isEmpty { Self.returnFreedMemory() }
+    }
+
+    /// A client is being closed for what it made the daemon hold (ClientHandler).
+    func clientOverLimit(_ session: ClientSession, reason: ClientLimitError) {
+        closedClients += 1
+        clientLog.log(.warning, cause: "over limit uid \(session.credentials.map { "\($0.uid)" } ?? "?")",
+                      "closed a client (\(session.who)): \(reason)")
     }
 
     /// After a burst of clients, glibc keeps the freed buffers of their channels in its arenas; with the
@@ -234,10 +305,10 @@ public final class ProtocolServer: @unchecked Sendable {
         let unsent = (try? channel.syncOptions?.getOption(ChannelOptions.bufferedWritableBytes)) ?? 0
         guard unsent <= configuration.maximumUnsentBytes else {
             droppedWatchers += 1
-            logger.warning("dropped a watcher (pid \(session.credentials.map { "\($0.pid)" } ?? "?")): \(unsent) bytes unread, more than \(configuration.maximumUnsentBytes)")
+            clientLog.log(.warning, cause: "dropped watcher uid \(session.credentials.map { "\($0.uid)" } ?? "?")",
+                          "dropped a watcher (\(session.who)): \(unsent) bytes unread, more than \(configuration.maximumUnsentBytes)")
             session.watched = []
-            sessions[ObjectIdentifier(channel)] = nil
-            updateMotionDemand()
+            clientDisconnected(session)
             channel.close(promise: nil)
             return
         }

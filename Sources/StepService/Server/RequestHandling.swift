@@ -12,9 +12,9 @@ extension ProtocolServer {
             case .steps:
                 reply(Wire.line(Replies.steps(engine.snapshot, id: request.id)))
             case .reset:
-                guard access.mayAdminister(session.credentials) else {
-                    let who = session.credentials.map { "uid \($0.uid)" } ?? "an unidentified client"
-                    logger.notice("refused reset from \(who)")
+                guard session.privileged else {
+                    clientLog.log(.notice, cause: "refused reset uid \(session.credentials.map { "\($0.uid)" } ?? "?")",
+                                  "refused reset from \(session.who)")
                     throw RequestError.notPermitted(command: "reset")
                 }
                 let loop = session.channel.eventLoop
@@ -41,8 +41,12 @@ extension ProtocolServer {
                              detector: s.detector, rate_in_hz: Replies.rounded(s.rateInHz, 2), rate_out_hz: s.rateOutHz,
                              samples_in: s.samplesIn, samples_out: s.samplesOut, clients: sessions.count,
                              dropped_watchers: droppedWatchers, gravity: gravity, id: id)
+        message.closed_clients = closedClients
         message.store = store.map { storeStatus($0.status) }
         message.gps = gpsStatus()
+        let zone = TimeZone.current
+        message.time_zone = zone.identifier
+        message.utc_offset_s = zone.secondsFromGMT(for: Date())
         return message
     }
 
@@ -58,7 +62,7 @@ extension ProtocolServer {
                 classes.insert(c)
             }
         } else {
-            classes = Set(WatchClass.allCases)
+            classes = WatchClass.defaultClasses
         }
         if let rate = try request.number("rate_hz") {
             guard rate > 0 else { throw RequestError.badField(name: "rate_hz", expected: "a positive number of Hz, at most 60") }

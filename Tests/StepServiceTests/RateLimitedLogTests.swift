@@ -1,0 +1,73 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import StepService
+import XCTest
+
+/// A log handler that keeps what it is given.
+private final class CapturedLines: LogHandler, @unchecked Sendable {
+    let lines = NIOLockedValueBox<[String]>([])
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
+             file: String, function: String, line: UInt) {
+        lines.withLockedValue { $0.append("\(level) \(message)") }
+    }
+}
+
+/// A settable clock for the rate limiter.
+private final class FakeClock: @unchecked Sendable {
+    let now = NIOLockedValueBox(100.0)
+}
+
+final class RateLimitedLogTests: XCTestCase {
+    private func makeLog(interval: TimeInterval = 10, maximumCauses: Int = 256) -> (RateLimitedLog, CapturedLines, FakeClock) {
+        let captured = CapturedLines()
+        let clock = FakeClock()
+        let logger = Logger(label: "test") { _ in captured }
+        let log = RateLimitedLog(logger: logger, interval: interval, maximumCauses: maximumCauses,
+                                 clock: { clock.now.withLockedValue { $0 } })
+        return (log, captured, clock)
+    }
+
+    func testTheFirstOccurrenceIsLoggedAndRepeatsAreCountedOncePerInterval() {
+        let (log, captured, clock) = makeLog()
+        for _ in 0..<1000 { log.log(.notice, cause: "reset uid 65534", "refused reset from uid 65534") }
+        XCTAssertEqual(captured.lines.withLockedValue { $0 }, ["notice refused reset from uid 65534"])
+        clock.now.withLockedValue { $0 += 9.9 }
+        log.flush()
+        XCTAssertEqual(captured.lines.withLockedValue { $0.count }, 1, "still within the interval")
+        clock.now.withLockedValue { $0 += 0.1 }
+        log.flush()
+        XCTAssertEqual(captured.lines.withLockedValue { $0 }.last,
+                       "notice refused reset from uid 65534 (999 more times in the last 10 s)")
+        log.log(.notice, cause: "reset uid 65534", "refused reset from uid 65534")
+        XCTAssertEqual(captured.lines.withLockedValue { $0.count }, 3, "a new interval logs at once again")
+    }
+
+    func testEachCauseHasItsOwnInterval() {
+        let (log, captured, clock) = makeLog()
+        log.log(.warning, cause: "a", "cause a")
+        log.log(.warning, cause: "b", "cause b")
+        log.log(.warning, cause: "a", "cause a")
+        XCTAssertEqual(captured.lines.withLockedValue { $0 }, ["warning cause a", "warning cause b"])
+        clock.now.withLockedValue { $0 += 11 }
+        log.log(.warning, cause: "a", "cause a")
+        XCTAssertEqual(captured.lines.withLockedValue { $0 }.suffix(2),
+                       ["warning cause a (once more in the last 10 s)", "warning cause a"])
+    }
+
+    func testAFloodOfDistinctCausesIsCappedUnderOneSharedCount() {
+        let (log, captured, clock) = makeLog(maximumCauses: 4)
+        for i in 0..<100 { log.log(.warning, cause: "uid \(i)", "refused uid \(i)") }
+        XCTAssertEqual(captured.lines.withLockedValue { $0.count }, 4)
+        clock.now.withLockedValue { $0 += 10 }
+        log.flush()
+        XCTAssertEqual(captured.lines.withLockedValue { $0 }.last,
+                       "warning more client-triggered events of other kinds (96 more times in the last 10 s)")
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import XCTest
+
+/// stepctl as people type it (issue 13), against the real daemon.
+final class StepctlTests: XCTestCase {
+    private var daemon: Daemon!
+
+    override func setUpWithError() throws {
+        // The daemon keeps Tokyo's days; stepctl below runs in Los Angeles, 17 hours behind.
+        daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--loop", "--speed", "4"],
+                            environment: ["TZ": "Asia/Tokyo"])
+    }
+
+    override func tearDown() {
+        daemon?.terminate()
+        daemon = nil
+    }
+
+    private func stepctl(_ arguments: [String]) throws -> CommandResult {
+        try runCommand(Binaries.stepctl, arguments, environment: ["TZ": "America/Los_Angeles"], timeout: 30)
+    }
+
+    private func json(_ result: CommandResult) throws -> [String: Any] {
+        XCTAssertEqual(result.status, 0, result.stderr)
+        return try XCTUnwrap(JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], result.stdout)
+    }
+
+    func testGlobalOptionsGoBeforeOrAfterTheCommand() throws {
+        let before = try stepctl(["--socket", daemon.socketPath, "status"])
+        XCTAssertEqual(before.status, 0, before.stderr)
+        XCTAssert(before.stdout.contains("source:"), before.stdout)
+        XCTAssertEqual(try json(try stepctl(["--json", "--socket", daemon.socketPath, "steps"]))["class"] as? String, "STEPS")
+        XCTAssertEqual(try json(try stepctl(["--socket=\(daemon.socketPath)", "steps", "--json"]))["class"] as? String, "STEPS")
+        XCTAssertEqual(try json(try stepctl(["steps", "--json", "--socket", daemon.socketPath]))["class"] as? String, "STEPS")
+    }
+
+    func testTodayAndDatesAreTheDaemonsDays() throws {
+        let status = try json(try stepctl(["status", "--json", "--socket", daemon.socketPath]))
+        XCTAssertEqual(status["time_zone"] as? String, "Asia/Tokyo")
+        XCTAssertEqual(status["utc_offset_s"] as? Int, 9 * 3600)
+        let today = try json(try stepctl(["history", "--today", "--json", "--socket", daemon.socketPath]))
+        XCTAssert((today["from"] as? String ?? "").hasSuffix("T00:00:00.000+09:00"), "\(today["from"] ?? "-")")
+        let week = try json(try stepctl(["history", "--since", "7d", "--json", "--socket", daemon.socketPath]))
+        XCTAssert((week["from"] as? String ?? "").hasSuffix("T00:00:00.000+09:00"), "\(week["from"] ?? "-")")
+        let date = try json(try stepctl(["history", "--since", "2026-11-20", "--json", "--socket", daemon.socketPath]))
+        XCTAssertEqual(date["from"] as? String, "2026-11-20T00:00:00.000+09:00")
+        let summary = try json(try stepctl(["summary", "--json", "--socket", daemon.socketPath]))
+        XCTAssert((summary["since"] as? String ?? "").hasSuffix("T00:00:00.000+09:00"), "\(summary)")
+    }
+
+    func testGraphRefusesANonTerminalAndStreamsMotionAsJSON() throws {
+        let refused = try stepctl(["graph", "--socket", daemon.socketPath])
+        XCTAssertEqual(refused.status, 64)
+        XCTAssert(refused.stderr.contains("not one") && refused.stderr.contains("--json"), refused.stderr)
+        let lines = try firstLines(of: ["graph", "--json", "--socket", daemon.socketPath], count: 5)
+        for line in lines {
+            let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            XCTAssertEqual(object["class"] as? String, "MOTION", line)
+        }
+    }
+
+    func testWatchWithoutClassesShowsEverythingButMotion() throws {
+        let lines = try firstLines(of: ["watch", "--json", "--socket", daemon.socketPath], count: 20)
+        let classes = Set(lines.compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])?["class"] as? String })
+        XCTAssert(classes.contains("STEP"), "\(classes)")
+        XCTAssertFalse(classes.contains("MOTION"), "\(classes)")
+        // The daemon's own default is the same.
+        let ack = try daemon.connect().request(["cmd": "watch"])
+        XCTAssertEqual(ack["classes"] as? [String], ["ACTIVITY", "PEDOMETER", "POSITION", "STEP", "VISIT"])
+    }
+
+    func testExitStatusesFollowTheTable() throws {
+        let usage = try stepctl(["history", "--bin", "week", "--socket", daemon.socketPath])
+        XCTAssertEqual(usage.status, 64, usage.stderr)
+        // The daemon's ERROR (more than 7 days of minute bins): 1, with the daemon's words.
+        let refused = try stepctl(["history", "--since", "30d", "--bin", "minute", "--socket", daemon.socketPath])
+        XCTAssertEqual(refused.status, 1, refused.stderr)
+        XCTAssert(refused.stderr.contains("stepd:"), refused.stderr)
+        try Unprivileged.requireTools()
+        Unprivileged.openSocket(daemon)
+        let reset = try runCommand("/usr/bin/setpriv", Unprivileged.asUser(Unprivileged.nobody, [Binaries.stepctl, "reset", "--socket", daemon.socketPath]))
+        XCTAssertEqual(reset.status, 77, reset.stderr)
+        XCTAssert(reset.stderr.contains("not permitted"), reset.stderr)
+    }
+
+    /// Runs stepctl until it has printed `count` lines, then stops it.
+    private func firstLines(of arguments: [String], count: Int, timeout: TimeInterval = 30) throws -> [String] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Binaries.stepctl)
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { process.terminate(); process.waitUntilExit() }
+        var text = Data()
+        let deadline = Date().addingTimeInterval(timeout)
+        let fd = output.fileHandleForReading.fileDescriptor
+        while text.filter({ $0 == 0x0A }).count < count, Date() < deadline, process.isRunning {
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 100) > 0 else { continue }
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let n = read(fd, &chunk, chunk.count)
+            if n <= 0 { break }
+            text.append(contentsOf: chunk[0..<n])
+        }
+        let lines = String(decoding: text, as: UTF8.self).split(separator: "\n").map(String.init)
+        XCTAssertGreaterThanOrEqual(lines.count, count, "stepctl \(arguments.joined(separator: " ")) printed: \(lines)")
+        return Array(lines.prefix(count))
+    }
+}

@@ -21,8 +21,9 @@ GAP_S = 0.5
 CYCLE = dict(floor=0.6, fraction=0.25, follow=0.1, decay_s=1.0)
 BOUT = dict(confirm=6, min_interval=0.25, max_interval=1.5, min_period_fraction=0.6, stride_tolerance=0.2,
             step_asymmetry=2.0, amplitude_spread=4.0, min_amplitude_fraction=0.35, period_rate=0.2, amplitude_rate=0.1,
-            missed_min_periods=1.6, missed_max_periods=2.4, rhythm_min_periods=0.7, rhythm_max_periods=1.5,
-            rhythm_amplitude_fraction=0.2, short_bout=4, short_tolerance=0.15, short_amplitude_spread=2.0)
+            missed_min_periods=1.6, missed_max_periods=2.4, rhythm_min_periods=1.0, rhythm_max_periods=2.2,
+            rhythm_amplitude_fraction=0.2, short_bout=4, short_tolerance=0.15, short_amplitude_spread=2.0,
+            initiation=True, initiation_min_periods=0.7, initiation_max_periods=1.5)
 
 
 def biquad(kind, cutoff_hz, rate_hz=RATE_HZ, q=2 ** -0.5):
@@ -66,11 +67,19 @@ def detect(grid, value):
     rising, crest, crest_t, trough, trough_before, rise_t, env = False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
     walking, last, period, size = False, -np.inf, 0.55, 0.0
     held_t, held_a, steps = [], [], []
+    pre_t, pre_a, last_a = -np.inf, 0.0, 0.0  # the cycle just before the held ones; the last step's size
 
     def end_bout():
         # Gait termination: the closing step brings the trailing foot alongside, with almost no vertical motion.
         steps.append(last + period)
         return False, [], []
+
+    def drop(keep):
+        nonlocal pre_t, pre_a, held_t, held_a
+        k = len(held_t) - keep
+        if k > 0:
+            pre_t, pre_a = held_t[k - 1], held_a[k - 1]
+            held_t, held_a = held_t[k:], held_a[k:]
 
     for t, v in zip(grid.tolist(), value.tolist()):
         h = max(c['floor'], c['fraction'] * env)
@@ -97,9 +106,11 @@ def detect(grid, value):
                 if ca < gate * size or iv < max(b['min_interval'], b['min_period_fraction'] * period):
                     ct = None
                 elif iv <= b['max_interval']:
-                    if b['missed_min_periods'] * period < iv < b['missed_max_periods'] * period:
+                    normal = b['min_amplitude_fraction'] * size  # a long interval between two turn-sized cycles is one pivot step
+                    if (b['missed_min_periods'] * period < iv < b['missed_max_periods'] * period
+                            and ca >= normal and last_a >= normal):
                         steps.append(last + iv / 2); iv = iv / 2
-                    steps.append(ct); last = ct
+                    steps.append(ct); last = ct; last_a = ca
                     period += (iv - period) * b['period_rate']; size += (ca - size) * b['amplitude_rate']
                     ct = None
                 else:
@@ -112,24 +123,29 @@ def detect(grid, value):
                         held_t[-1], held_a[-1] = ct, ca
                 else:
                     if held_t and ct - held_t[-1] > b['max_interval']:
-                        held_t, held_a = [], []
+                        drop(0)
                     held_t.append(ct); held_a.append(ca)
                     if len(held_t) >= 3:
                         j1, j2 = held_t[-1] - held_t[-2], held_t[-2] - held_t[-3]
                         if max(j1, j2) > b['step_asymmetry'] * min(j1, j2):
-                            held_t, held_a = held_t[-2:], held_a[-2:]
+                            drop(2)
                     if len(held_t) >= 4:
                         i1, i2, i3 = held_t[-1] - held_t[-2], held_t[-2] - held_t[-3], held_t[-3] - held_t[-4]
                         if abs(i1 - i3) > b['stride_tolerance'] * (i1 + i2):
-                            held_t, held_a = held_t[-2:], held_a[-2:]
+                            drop(2)
                     k = 0
                     while max(held_a[k:]) > b['amplitude_spread'] * min(held_a[k:]):
                         k += 1
-                    held_t, held_a = held_t[k:], held_a[k:]
+                    drop(len(held_t) - k)
                     if len(held_t) >= b['confirm'] or is_short_bout(held_t, held_a):
-                        steps.extend(held_t); last = held_t[-1]; walking = True
                         period = float(np.median(np.diff(held_t))); size = float(np.median(held_a))
-                        held_t, held_a = [], []
+                        lead = held_t[0] - pre_t
+                        if (b['initiation'] and (not steps or pre_t > steps[-1])
+                                and b['initiation_min_periods'] * period <= lead <= b['initiation_max_periods'] * period
+                                and pre_a >= b['rhythm_amplitude_fraction'] * size):
+                            steps.append(pre_t)  # gait initiation: the push-off just before the run
+                        steps.extend(held_t); last = held_t[-1]; last_a = held_a[-1]; walking = True
+                        held_t, held_a = [], []; pre_t = -np.inf
         if walking and t - last > b['max_interval']:
             walking, held_t, held_a = end_bout()
     return steps

@@ -116,6 +116,20 @@ final class PeakStepDetectorTests: XCTestCase {
         XCTAssertEqual(detect(samples), [])
     }
 
+    func testPickingThePhoneUpRightAfterAWalkAddsNoSteps() {
+        // A walk that stops, then, once the pause has outlasted a step, the phone taken out and lifted: three
+        // jolts of falling size at no walking rhythm. The count must be the walk's own.
+        let walk = stillSamples(from: 0, seconds: 2) + walkingSamples(from: 2, seconds: 6, cadenceHz: 2)
+        var after = stillSamples(from: 8, seconds: 6, noise: 0.05)
+        for (index, jolt) in [9.5, 10.2, 10.6].enumerated() {
+            let k = Int((jolt - 8) * rateHz)
+            for d in 0..<12 { after[k + d].acceleration.z += Double(6 - index) * sin(Double.pi * Double(d) / 12) }
+        }
+        let alone = detect(walk + stillSamples(from: 8, seconds: 6, noise: 0.05))
+        XCTAssertEqual(alone.count, 13, "twelve footfalls and the closing step")
+        XCTAssertEqual(detect(walk + after), alone)
+    }
+
     func testFiveStepsBetweenPausesCount() {
         // A few steps to the fridge: five even footfalls and the closing step are walking.
         let samples = stillSamples(from: 0, seconds: 2) + walkingSamples(from: 2, seconds: 2.5, cadenceHz: 2)

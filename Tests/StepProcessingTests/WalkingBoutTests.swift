@@ -27,6 +27,29 @@ final class WalkingBoutTests: XCTestCase {
         XCTAssertEqual(bout.stepPeriodSeconds, 0.5, accuracy: 1e-12)
     }
 
+    func testThePushOffBeforeAConfirmedRunIsCountedWithIt() {
+        // Gait initiation: a push-off a third of the walk's size one period before four even steps. Too small
+        // for the run, it is counted when the run confirms, with its own time, first.
+        var bout = WalkingBout()
+        var list = [GaitCycle(time: 0.5, amplitude: 1.5)]
+        list += cycles([1.0, 1.5, 2.0, 2.5])
+        let reports = feed(list, into: &bout)
+        XCTAssertEqual(reports[0..<4].flatMap { $0 }, [])
+        XCTAssertEqual(reports[4], [0.5, 1.0, 1.5, 2.0, 2.5])
+    }
+
+    func testACycleOffTheRhythmBeforeARunIsNotAPushOff() {
+        // A jolt half a period or two periods before the walk (handling as it starts), or a cycle a tenth of
+        // the walk's size a period before, is not counted; the jolt breaks the run's regularity, and the real
+        // first step it cost the run comes back as the push-off.
+        for first in [GaitCycle(time: 0.75, amplitude: 4), GaitCycle(time: 0.0, amplitude: 4),
+                      GaitCycle(time: 0.5, amplitude: 0.5)] {
+            var bout = WalkingBout()
+            let reports = feed([first] + cycles([1.0, 1.5, 2.0, 2.5, 3.0]), into: &bout)
+            XCTAssertEqual(reports.flatMap { $0 }, [1.0, 1.5, 2.0, 2.5, 3.0], "\(first)")
+        }
+    }
+
     func testUnevenCyclesNeedSixToConfirm() {
         // Steps of 0.5 and 0.6 s: within a stride's tolerance, not even enough for a short bout.
         var bout = WalkingBout()
@@ -120,8 +143,8 @@ final class WalkingBoutTests: XCTestCase {
     }
 
     func testSmallCyclesOnTheRhythmAreTurnSteps() {
-        // Into a turn the steps shrink to a quarter of the walk's size but keep the rhythm; an equally small
-        // cycle off the rhythm (0.65 of a period after a step) is not a step.
+        // Into a turn the steps shrink to a quarter of the walk's size but keep the rhythm, or slow down; an
+        // equally small cycle sooner than a period after a step (0.65 of one) is a sway, not a step.
         var bout = WalkingBout()
         var list = cycles([1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0])
         list += cycles([4.55, 5.1, 5.75], amplitude: 1.2)
@@ -131,5 +154,16 @@ final class WalkingBoutTests: XCTestCase {
         XCTAssertEqual(reports[8], [5.1])
         XCTAssertEqual(reports[9], [5.75])
         XCTAssertEqual(reports[10], [], "0.35 s after a step in a 0.54 s rhythm, and small: a wobble")
+    }
+
+    func testALongIntervalBetweenTwoTurnStepsIsOnePivotStep() {
+        // Two turn-sized cycles two periods apart: one slow pivot step, not a footfall missed between them
+        // (between two full-sized steps the same interval is a missed footfall: see above).
+        var bout = WalkingBout()
+        var list = cycles([1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0])
+        list += cycles([4.55, 5.6], amplitude: 1.2)
+        let reports = feed(list, into: &bout)
+        XCTAssertEqual(reports[7], [4.55])
+        XCTAssertEqual(reports[8], [5.6])
     }
 }

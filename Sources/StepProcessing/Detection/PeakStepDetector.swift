@@ -7,8 +7,8 @@
 ///    per second, gravity and posture changes lie below, impacts and hand tremor above;
 /// 3. `GaitCycleFinder`: one oscillation per footfall, with a hysteresis that scales with the signal;
 /// 4. `WalkingBout`: six regular, similar cycles (or four very even ones) confirm a bout and are counted
-///    retroactively; later cycles count at once while the rhythm lasts, smaller ones too when on the rhythm
-///    (turns); the end of a bout counts its closing step.
+///    retroactively with the push-off before them; later cycles count at once while the rhythm lasts, smaller
+///    ones too when on the (slower) rhythm of a turn; the end of a bout counts its closing step.
 ///
 /// Causal and streaming, O(1) work and fixed memory per sample. Inside a bout a step is reported when its
 /// cycle ends, about half a step period after the stamped instant (0.2–0.4 s at usual cadences); the first six

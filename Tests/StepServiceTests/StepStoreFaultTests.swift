@@ -77,7 +77,7 @@ final class StepStoreFaultTests: XCTestCase {
         for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
             XCTAssertEqual(rename(path + suffix, path + suffix + ".away"), 0)
         }
-        FileManager.default.createFile(atPath: path, contents: Data(repeating: 0x5A, count: 4096))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(repeating: 0x5A, count: 4096))
         let second = StepStore(configuration: configuration)
         let start = Date()
         XCTAssertEqual(second.open(fresh: .init(steps: 0, since: start)), .init(steps: 0, since: start))

@@ -53,8 +53,11 @@ public final class StepStore: @unchecked Sendable {
     /// Set when the daemon stops: reads in flight give up (see `close`).
     let stopping = NIOLockedValueBox(false)
 
-    // Owned by `queue`.
-    private(set) var database: DatabasePool?
+    // Owned by `queue`; `interruptible` is the same pool for `close()` to interrupt from its own thread.
+    private(set) var database: DatabasePool? {
+        didSet { interruptible.withLockedValue { $0 = database } }
+    }
+    private let interruptible = NIOLockedValueBox<DatabasePool?>(nil)
     private var identity: StoreFileIdentity?
     /// Whether `current` is known to continue the database's counter: read from it, written to it, or set by
     /// a reset. False when counting began while the store could not be opened: the saved count is then
@@ -158,7 +161,7 @@ public final class StepStore: @unchecked Sendable {
         // Reads in flight stop at their next statement or row (SQLite's interrupt), so a stop never waits for
         // a client's long request; commits are on this queue and are not interrupted.
         stopping.withLockedValue { $0 = true }
-        database?.interrupt()
+        interruptible.withLockedValue { $0 }?.interrupt()
         return queue.sync {
             timer?.cancel()
             timer = nil

@@ -463,7 +463,12 @@ public final class StepStore: @unchecked Sendable {
         guard let database else { return }
         let batch = anchored ? pending : pending.withoutCounter
         do {
-            try database.write { db in try Self.write(batch, into: db) }
+            do {
+                try database.write { db in try Self.write(batch, into: db) }
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_INTERRUPT {
+                // close() interrupts the whole pool to stop the readers; a commit caught in it runs again.
+                try database.write { db in try Self.write(batch, into: db) }
+            }
             pending = PendingWrites()
             lastCommit = Date()
             logger.debug("store: committed \(batch.summary)")

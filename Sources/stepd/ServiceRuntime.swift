@@ -34,6 +34,7 @@ final class ServiceRuntime {
                 store.recordCounter(StepStore.Counter(steps: steps, since: since))
             }
         }
+        store.onReopened = { [weak self] in self?.relockIfLost() }
         let counter = store.open(fresh: fresh)
         if counter != fresh {
             engine.restore(steps: counter.steps, since: counter.since)
@@ -88,6 +89,17 @@ final class ServiceRuntime {
         } catch {
             FileHandle.standardError.write(Data("stepd: cannot lock \(directory): \(error)\n".utf8))
             exit(ExitStatus.cantCreate.rawValue)
+        }
+    }
+
+    /// After the store recovers from a fault: a state directory removed and created again took the lock file
+    /// with it, so the lock is taken again on the new one. Runs on the store's queue.
+    private func relockIfLost() {
+        if let lock, lock.isCurrent { return }
+        do {
+            lock = try StateDirectoryLock.acquire(directory: store.configuration.directory)
+        } catch {
+            logger.error("\(error) (it was started while the state directory was gone)")
         }
     }
 

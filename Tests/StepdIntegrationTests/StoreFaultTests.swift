@@ -56,6 +56,10 @@ final class StoreFaultTests: XCTestCase {
             let during = try steps(daemon)
             try waitForSteps(daemon, above: during)
             try daemon.waitUntil(timeout: 15, "store back after: \(reason)") { self.store($0)["state"] as? String == "ok" }
+            // Still one daemon per directory, a directory created again included.
+            let second = try runCommand(Binaries.stepd, ["--replay", Binaries.bundledRecording, "--no-gps", "--state-dir", state,
+                                                         "--socket", directory.file("second.sock")], timeout: 20)
+            XCTAssertEqual(second.status, 75, "\(reason): \(second.stderr)")
             try waitForSteps(daemon, above: try steps(daemon))
             XCTAssertEqual(daemon.terminate(), 0)
             let saved = try savedCount(daemon)

@@ -63,6 +63,14 @@ public final class StateDirectoryLock {
 
     deinit { close(descriptor) }
 
+    /// Whether the path still names the locked file: a state directory removed and created again has a new
+    /// lock file, which nobody holds.
+    public var isCurrent: Bool {
+        var held = stat(), named = stat()
+        return fstat(descriptor, &held) == 0 && stat(path, &named) == 0
+            && held.st_dev == named.st_dev && held.st_ino == named.st_ino
+    }
+
     /// The PID holding a flock on the file open as `descriptor`: /proc/locks lists each lock with the holder
     /// and the file's inode ("1: FLOCK  ADVISORY  WRITE 4242 00:2d:1234 0 EOF"). The PID written in the file
     /// is the fallback (a holder on a read-only directory could not write it).

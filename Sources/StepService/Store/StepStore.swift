@@ -82,6 +82,8 @@ public final class StepStore: @unchecked Sendable {
     /// the count it had saved. The owner adds that count to the one in memory and hands the sum back through
     /// `recordCounter`, in order with the steps.
     public var onSavedCounter: (@Sendable (Counter) -> Void)?
+    /// Called on the store's queue when a database is opened again after a fault (the directory may be new).
+    public var onReopened: (@Sendable () -> Void)?
 
     /// Steps and resets handed over from the processing queue, applied on `queue` in one go: a batch of
     /// samples yields several steps within microseconds, and one hop for all of them keeps the board asleep
@@ -308,6 +310,7 @@ public final class StepStore: @unchecked Sendable {
     /// The database is back (or new): this run's steps join what it saved, never replace it.
     private func reopen() {
         guard openDatabase() else { return }
+        onReopened?()
         if anchored {
             // This run's count continued the saved one (the file was lost, not the count): it is the count.
             pending.setCounter(steps: current.steps, since: current.since)

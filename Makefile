@@ -1,4 +1,4 @@
-# stepd: `make run` sets up and starts the daemon on its embedded default; `make test` sets up and runs every test.
+# stepd: `make run` sets up and starts the daemon on the bundled recording (--demo); `make test` sets up and runs every test.
 SWIFT ?= swift
 CONFIG ?= release
 
@@ -12,9 +12,10 @@ setup:
 build: setup
 	$(SWIFT) build -c $(CONFIG)
 
-# A live step count from the first accelerometer, else from the bundled real recording.
+# A live step count at once: the bundled real recording as a demo (its history is thrown away at exit).
+# A board's real accelerometer: `.build/release/stepd` without --demo, or the installed service.
 run: build
-	.build/$(CONFIG)/stepd $(ARGS)
+	.build/$(CONFIG)/stepd --demo $(ARGS)
 
 # Everything: unit tests, integration tests against the real binaries, libiio, gpsd (and QEMU when present).
 test: setup

@@ -41,8 +41,9 @@ let package = Package(
         // Pure logic, no I/O: samples, resampling, filters, step detectors, geodesy.
         .target(name: "StepProcessing", path: "Sources/StepProcessing"),
         // Where samples and fixes come from: replay files, IIO accelerometers, gpsd.
-        .target(name: "StepAcquisition", dependencies: ["StepProcessing", "CIIO", "CGPS", "CZlib"],
-                path: "Sources/StepAcquisition"),
+        .target(name: "StepAcquisition", dependencies: [
+            "StepProcessing", "CIIO", "CGPS", "CZlib", .product(name: "Logging", package: "swift-log"),
+        ], path: "Sources/StepAcquisition"),
         // The wire protocol's messages, shared by the daemon and its clients.
         .target(name: "StepProtocol", path: "Sources/StepProtocol"),
         // The daemon's engine: the processing queue, the socket server.

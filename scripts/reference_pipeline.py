@@ -19,9 +19,10 @@ from scipy.signal import lfilter, lfilter_zi
 RATE_HZ = 60.0
 GAP_S = 0.5
 CYCLE = dict(floor=0.6, fraction=0.25, follow=0.1, decay_s=1.0)
-BOUT = dict(confirm=6, min_interval=0.25, max_interval=1.5, min_period_fraction=0.5, stride_tolerance=0.25,
+BOUT = dict(confirm=6, min_interval=0.25, max_interval=1.5, min_period_fraction=0.6, stride_tolerance=0.2,
             step_asymmetry=2.0, amplitude_spread=4.0, min_amplitude_fraction=0.35, period_rate=0.2, amplitude_rate=0.1,
-            missed_min_periods=1.6, missed_max_periods=2.4)
+            missed_min_periods=1.6, missed_max_periods=2.4, rhythm_min_periods=0.7, rhythm_max_periods=1.5,
+            rhythm_amplitude_fraction=0.2, short_bout=4, short_tolerance=0.15, short_amplitude_spread=2.0)
 
 
 def biquad(kind, cutoff_hz, rate_hz=RATE_HZ, q=2 ** -0.5):
@@ -65,6 +66,12 @@ def detect(grid, value):
     rising, crest, crest_t, trough, trough_before, rise_t, env = False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
     walking, last, period, size = False, -np.inf, 0.55, 0.0
     held_t, held_a, steps = [], [], []
+
+    def end_bout():
+        # Gait termination: the closing step brings the trailing foot alongside, with almost no vertical motion.
+        steps.append(last + period)
+        return False, [], []
+
     for t, v in zip(grid.tolist(), value.tolist()):
         h = max(c['floor'], c['fraction'] * env)
         cycle = None
@@ -85,7 +92,9 @@ def detect(grid, value):
             ct, ca = cycle
             if walking:
                 iv = ct - last
-                if ca < b['min_amplitude_fraction'] * size or iv < max(b['min_interval'], b['min_period_fraction'] * period):
+                on_rhythm = b['rhythm_min_periods'] * period <= iv <= b['rhythm_max_periods'] * period
+                gate = b['rhythm_amplitude_fraction'] if on_rhythm else b['min_amplitude_fraction']
+                if ca < gate * size or iv < max(b['min_interval'], b['min_period_fraction'] * period):
                     ct = None
                 elif iv <= b['max_interval']:
                     if b['missed_min_periods'] * period < iv < b['missed_max_periods'] * period:
@@ -94,7 +103,9 @@ def detect(grid, value):
                     period += (iv - period) * b['period_rate']; size += (ca - size) * b['amplitude_rate']
                     ct = None
                 else:
-                    walking, held_t, held_a = False, [], []
+                    walking, held_t, held_a = end_bout()
+            if ct is not None and steps and ct <= steps[-1]:
+                ct = None  # a cycle of the bout that has just ended
             if ct is not None:
                 if held_t and ct - held_t[-1] < b['min_interval']:
                     if ca > held_a[-1]:
@@ -115,13 +126,25 @@ def detect(grid, value):
                     while max(held_a[k:]) > b['amplitude_spread'] * min(held_a[k:]):
                         k += 1
                     held_t, held_a = held_t[k:], held_a[k:]
-                    if len(held_t) >= b['confirm']:
+                    if len(held_t) >= b['confirm'] or is_short_bout(held_t, held_a):
                         steps.extend(held_t); last = held_t[-1]; walking = True
                         period = float(np.median(np.diff(held_t))); size = float(np.median(held_a))
                         held_t, held_a = [], []
         if walking and t - last > b['max_interval']:
-            walking = False
+            walking, held_t, held_a = end_bout()
     return steps
+
+
+def is_short_bout(held_t, held_a):
+    """A few steps between pauses: the last `short_bout` cycles evenly spaced and of one size."""
+    b = BOUT
+    if len(held_t) < b['short_bout']:
+        return False
+    times, sizes = held_t[-b['short_bout']:], held_a[-b['short_bout']:]
+    intervals = np.diff(times)
+    typical = float(np.median(intervals))
+    return bool(np.all(np.abs(intervals - typical) <= b['short_tolerance'] * typical)
+                and max(sizes) <= b['short_amplitude_spread'] * min(sizes))
 
 
 def pipeline(t, xyz):

@@ -5,6 +5,8 @@ public enum SourceState: Equatable, Sendable {
     case starting
     case running
     case finished
+    /// No accelerometer yet: the source waits for one to appear (a driver loading, a USB sensor plugged in).
+    case waiting(reason: String)
     case disconnected(reason: String)
     case busy(reason: String)
     case unavailable(reason: String)
@@ -15,6 +17,7 @@ public enum SourceState: Equatable, Sendable {
         case .starting: return "starting"
         case .running: return "running"
         case .finished: return "finished"
+        case .waiting: return "waiting"
         case .disconnected: return "disconnected"
         case .busy: return "busy"
         case .unavailable: return "unavailable"
@@ -23,7 +26,7 @@ public enum SourceState: Equatable, Sendable {
 
     public var reason: String? {
         switch self {
-        case .disconnected(let r), .busy(let r), .unavailable(let r): return r
+        case .waiting(let r), .disconnected(let r), .busy(let r), .unavailable(let r): return r
         default: return nil
         }
     }
@@ -33,6 +36,15 @@ public enum SourceState: Equatable, Sendable {
 public protocol SampleSink: AnyObject, Sendable {
     func receive(_ samples: [Sample])
     func sourceStateChanged(_ state: SourceState)
+    /// Readings the source itself dropped as glitches (an IIO chip's rail, an all-zero transfer).
+    func samplesRejected(_ count: Int)
+    /// The source found its device: the kind and description STATUS shows change (a sensor that appeared).
+    func sourceIdentified(kind: String, description: String)
+}
+
+extension SampleSink {
+    public func samplesRejected(_ count: Int) {}
+    public func sourceIdentified(kind: String, description: String) {}
 }
 
 /// An accelerometer source: a replayed recording, a buffered IIO device, a polled IIO device.
@@ -40,8 +52,14 @@ public protocol SampleSink: AnyObject, Sendable {
 public protocol SampleSource: AnyObject {
     /// A short description for STATUS, e.g. "replay:walk.csv.gz" or "iio:device0 (lis3dh)".
     var description: String { get }
-    /// The kind for STATUS: "replay", "iio-buffer", "iio-poll".
+    /// The kind for STATUS: "replay", "demo", "iio-buffer", "iio-poll", "iio" (none found yet).
     var kind: String { get }
+    /// True for the bundled demo recording: its steps are not the user's.
+    var isDemo: Bool { get }
     func start(sink: SampleSink)
     func stop()
+}
+
+extension SampleSource {
+    public var isDemo: Bool { false }
 }

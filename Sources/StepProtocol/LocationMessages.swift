@@ -52,15 +52,18 @@ public struct GPSStatus: Codable, Sendable, Equatable {
     public var gpsd: String
     public var fixes_accepted: Int
     public var fixes_ignored: Int
+    /// Reports refused as implausible: dated more than 5 s ahead of the daemon's clock, eph/epv absurd.
+    public var fixes_rejected: Int
     public var connections: Int
     public var last_fix_age_s: Double?
     public init(state: String, error: String?, gpsd: String, fixes_accepted: Int, fixes_ignored: Int,
-                connections: Int, last_fix_age_s: Double?) {
+                fixes_rejected: Int = 0, connections: Int, last_fix_age_s: Double?) {
         self.state = state
         self.error = error
         self.gpsd = gpsd
         self.fixes_accepted = fixes_accepted
         self.fixes_ignored = fixes_ignored
+        self.fixes_rejected = fixes_rejected
         self.connections = connections
         self.last_fix_age_s = last_fix_age_s
     }

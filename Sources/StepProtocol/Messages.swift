@@ -30,11 +30,18 @@ public struct SourceStatus: Codable, Sendable, Equatable {
     public var description: String
     public var state: String
     public var error: String?
-    public init(kind: String, description: String, state: String, error: String?) {
+    /// Samples dropped as impossible (non-finite, beyond 50 g, an IIO chip's rail) before any filter.
+    public var samples_rejected: Int
+    /// True while the bundled demo recording plays (`--demo`): its history is thrown away at exit.
+    public var demo: Bool
+    public init(kind: String, description: String, state: String, error: String?, samples_rejected: Int = 0,
+                demo: Bool = false) {
         self.kind = kind
         self.description = description
         self.state = state
         self.error = error
+        self.samples_rejected = samples_rejected
+        self.demo = demo
     }
 }
 

@@ -9,10 +9,12 @@ struct Bench: ParsableCommand {
         abstract: "Score step detectors on folders of traces (accel.csv[.gz] + steps.csv) and time the pipeline.",
         discussion: """
             Each DIR is a trace folder or a folder of trace folders (the layout of ../shared/data/README.md). \
-            Prints per trace and per folder: true and detected counts, absolute percentage error and step F1 \
-            (detected instants paired one-to-one with true ones within the tolerance, after subtracting the \
-            detector's median lag). Then the report delay and the throughput of the first detector's pipeline \
-            over the samples already in memory, on one core.
+            Prints per trace, per folder and per placement (from each trace's meta.json): true and detected \
+            counts, absolute percentage error and step F1 (detected instants paired one-to-one with true ones \
+            within the tolerance, after subtracting the detector's median lag). Foot-switch ground truth is \
+            scored after repair (GroundTruthRepair), with the recorded-truth figure beside it; traces whose \
+            meta.json gives a walking bout are also scored inside it. Then the report delay and the throughput of \
+            the first detector's pipeline over the samples already in memory, on one core.
             """)
 
     @Option(name: .customLong("detector"), help: "Detectors to score (repeatable); the first is timed. Default: the default detector and threshold.")
@@ -27,17 +29,22 @@ struct Bench: ParsableCommand {
     @Option(help: "Samples per second of the numpy/scipy reference (scripts/reference_pipeline.py), to print the ratio.")
     var referenceSamplesPerSecond: Double?
 
-    @Flag(help: "Also score against ground truth with foot-switch bounces removed and missed events filled in.")
-    var repairedTruth = false
+    @Option(help: "Ground truth to score against: auto (repaired where meta.json says foot switches), recorded, repaired.")
+    var truth: TruthChoice = .auto
 
     @Argument(help: "Folders of traces.")
     var folders: [String]
+
+    enum TruthChoice: String, ExpressibleByArgument, CaseIterable {
+        case auto, recorded, repaired
+    }
 
     struct Trace {
         var folder: String
         var name: String
         var samples: [Sample]
         var truth: [Double]
+        var meta = TraceMeta()
     }
 
     func run() throws {
@@ -52,17 +59,21 @@ struct Bench: ParsableCommand {
         for folder in folders { traces += try Self.loadTraces(in: folder) }
         guard !traces.isEmpty else { throw ValidationError("no traces (accel.csv[.gz] + steps.csv) under \(folders.joined(separator: ", "))") }
 
-        var table = BenchTable(kinds: kinds, repaired: repairedTruth)
+        var table = BenchTable(kinds: kinds)
         for trace in traces {
-            var scores: [StepAccuracy] = []
-            var repairedScores: [StepAccuracy] = []
-            let repaired = GroundTruthRepair.repaired(trace.truth)
+            let repair = truth == .repaired || (truth == .auto && trace.meta.footSwitchTruth)
+            let scoredTruth = repair ? GroundTruthRepair.repaired(trace.truth) : trace.truth
+            var row = BenchTable.Row(folder: trace.folder, trace: trace.name, placement: trace.meta.placement, repaired: repair)
             for kind in kinds {
                 let steps = Self.detect(trace.samples, kind: kind)
-                scores.append(StepMatching.accuracy(trueTimes: trace.truth, detectedTimes: steps, toleranceSeconds: toleranceSeconds))
-                repairedScores.append(StepMatching.accuracy(trueTimes: repaired, detectedTimes: steps, toleranceSeconds: toleranceSeconds))
+                row.scores.append(StepMatching.accuracy(trueTimes: scoredTruth, detectedTimes: steps, toleranceSeconds: toleranceSeconds))
+                row.recorded.append(StepMatching.accuracy(trueTimes: trace.truth, detectedTimes: steps, toleranceSeconds: toleranceSeconds))
+                if let bout = trace.meta.walkingBout {
+                    row.inBout.append(StepMatching.accuracy(trueTimes: scoredTruth, detectedTimes: steps, within: bout,
+                                                            toleranceSeconds: toleranceSeconds))
+                }
             }
-            table.add(folder: trace.folder, trace: trace.name, scores: scores, repaired: repairedScores)
+            table.rows.append(row)
         }
         table.print()
         printLatency(traces: traces, kind: kinds[0])
@@ -78,16 +89,24 @@ struct Bench: ParsableCommand {
 
     /// How long after its instant each step is reported: steps that come alone are inside a bout; steps that
     /// come together are a bout's first steps, counted when the bout is confirmed, or a faint footfall
-    /// counted with the next one.
+    /// counted with the next one; a bout's closing step comes when the pause has outlasted a step.
     func printLatency(traces: [Trace], kind: StepDetectorKind) {
-        var single: [Double] = [], batched: [Double] = []
+        var single: [Double] = [], batched: [Double] = [], closing: [Double] = []
         for trace in traces {
             let pipeline = StepPipeline(detector: kind.make(sampleRateHz: 60))
+            let peak = pipeline.detector as? PeakStepDetector
             var reported: [Double] = []
             for sample in trace.samples {
+                let wasWalking = peak?.isWalking ?? false
                 reported.removeAll(keepingCapacity: true)
                 pipeline.process(CollectionOfOne(sample)) { reported.append($0) }
-                for t in reported { (reported.count == 1 ? { single.append(sample.time - t) } : { batched.append(sample.time - t) })() }
+                guard let last = reported.last else { continue }
+                var inBout = reported[...]
+                if wasWalking && peak?.isWalking == false {
+                    closing.append(sample.time - last)
+                    inBout = inBout.dropLast()
+                }
+                for t in inBout { inBout.count == 1 ? single.append(sample.time - t) : batched.append(sample.time - t) }
             }
         }
         func percentile(_ values: [Double], _ p: Double) -> Double {
@@ -96,9 +115,11 @@ struct Bench: ParsableCommand {
             return sorted[min(sorted.count - 1, Int(p * Double(sorted.count - 1)))]
         }
         Swift.print("\nreport delay (\(kind.rawValue)): " + String(format: "in-bout steps %d, median %.2f s, p99 %.2f s, max %.2f s; "
-                           + "steps reported together (a bout's first steps at its confirmation, a missed footfall with the next) %d, median %.2f s, max %.2f s",
+                           + "steps reported together (a bout's first steps at its confirmation, a missed footfall with the next) %d, median %.2f s, max %.2f s; "
+                           + "closing steps (when the pause outlasts a step) %d, median %.2f s, max %.2f s",
                            single.count, percentile(single, 0.5), percentile(single, 0.99), single.max() ?? .nan,
-                           batched.count, percentile(batched, 0.5), batched.max() ?? .nan))
+                           batched.count, percentile(batched, 0.5), batched.max() ?? .nan,
+                           closing.count, percentile(closing, 0.5), closing.max() ?? .nan))
     }
 
     /// Runs the whole pipeline (resampler and detector) over all samples, already in memory, again and again.
@@ -152,9 +173,11 @@ struct Bench: ParsableCommand {
         let stepsPath = url.appendingPathComponent("steps.csv").path
         let accel = ["accel.csv.gz", "accel.csv"].map { url.appendingPathComponent($0).path }.first { fm.fileExists(atPath: $0) }
         guard let accelPath = accel, fm.fileExists(atPath: stepsPath) else { return nil }
-        let samples: [Sample]
-        samples = try RecordingReader.read(path: accelPath)
-        return Trace(folder: folderName, name: url.lastPathComponent, samples: samples, truth: try readStepTimes(path: stepsPath))
+        let samples = try RecordingReader.read(path: accelPath)
+        let metaPath = url.appendingPathComponent("meta.json").path
+        let meta = fm.fileExists(atPath: metaPath) ? try TraceMeta(path: metaPath) : TraceMeta()
+        return Trace(folder: folderName, name: url.lastPathComponent, samples: samples,
+                     truth: try readStepTimes(path: stepsPath), meta: meta)
     }
 
     /// Reads a `steps.csv`: a header `t`, then one step time per line, seconds.
@@ -169,66 +192,6 @@ struct Bench: ParsableCommand {
         }
         return times
     }
-}
-
-/// The printed table: one row per trace, one total per folder.
-struct BenchTable {
-    let kinds: [StepDetectorKind]
-    let repaired: Bool
-    private var rows: [(folder: String, trace: String, scores: [StepAccuracy], repaired: [StepAccuracy])] = []
-
-    init(kinds: [StepDetectorKind], repaired: Bool) {
-        self.kinds = kinds
-        self.repaired = repaired
-    }
-
-    mutating func add(folder: String, trace: String, scores: [StepAccuracy], repaired: [StepAccuracy]) {
-        rows.append((folder, trace, scores, repaired))
-    }
-
-    func print() {
-        var header = "trace".rightPadded(36) + "  true"
-        for kind in kinds { header += "  | " + "\(kind.rawValue): det   APE%    F1".leftPadded(30) }
-        Swift.print(header)
-        var folders: [String] = []
-        for row in rows where !folders.contains(row.folder) { folders.append(row.folder) }
-        for folder in folders {
-            let group = rows.filter { $0.folder == folder }
-            Swift.print("== \(folder) (\(group.count) traces)")
-            for row in group {
-                var line = String(row.trace.prefix(36)).rightPadded(36)
-                    + String(format: "  %4d", row.scores[0].trueCount)
-                for score in row.scores {
-                    line += String(format: "  | %16d %6.2f %5.3f", score.detectedCount, score.absolutePercentageError, score.f1)
-                }
-                Swift.print(line)
-            }
-            summarize(label: "\(folder) total", traces: group.map(\.trace), scores: group.map(\.scores))
-            if repaired { summarize(label: "\(folder) vs repaired truth", traces: group.map(\.trace), scores: group.map(\.repaired)) }
-        }
-    }
-
-    private func summarize(label: String, traces: [String], scores: [[StepAccuracy]]) {
-        Swift.print("-- \(label):")
-        for (k, kind) in kinds.enumerated() {
-            let column = scores.map { $0[k] }
-            let trueTotal = column.reduce(0) { $0 + $1.trueCount }
-            let detectedTotal = column.reduce(0) { $0 + $1.detectedCount }
-            let meanError = column.reduce(0) { $0 + $1.absolutePercentageError } / Double(column.count)
-            let worst = zip(traces, column).max { $0.1.absolutePercentageError < $1.1.absolutePercentageError }
-            let meanF1 = column.reduce(0) { $0 + $1.f1 } / Double(column.count)
-            let minF1 = column.map(\.f1).min() ?? 0
-            Swift.print("   " + kind.rawValue.rightPadded(9) + String(format: ": true %d detected %d (total error %.2f%%), mean APE %.2f%%, worst %.2f%%",
-                               trueTotal, detectedTotal, Double(abs(detectedTotal - trueTotal)) / Double(max(trueTotal, 1)) * 100,
-                               meanError, worst?.1.absolutePercentageError ?? 0)
-                        + " (\(worst?.0 ?? "-"))" + String(format: ", mean F1 %.4f, min F1 %.3f", meanF1, minF1))
-        }
-    }
-}
-
-private extension String {
-    func leftPadded(_ width: Int) -> String { count >= width ? self : String(repeating: " ", count: width - count) + self }
-    func rightPadded(_ width: Int) -> String { count >= width ? self : self + String(repeating: " ", count: width - count) }
 }
 
 /// A trace folder whose files cannot be read: named with the file and line, without the command's usage.

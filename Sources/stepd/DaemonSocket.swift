@@ -1,4 +1,3 @@
-import ArgumentParser
 import Foundation
 import Logging
 import StepProtocol
@@ -20,6 +19,6 @@ enum DaemonSocket {
                 return path
             }
         }
-        throw ValidationError("no writable place for the socket; pass --socket PATH")
+        throw StartFailure(description: "no writable place for the socket; pass --socket PATH", status: .cantCreate)
     }
 }

@@ -11,35 +11,19 @@ import StepService
 struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Run the daemon (the default command).")
 
-    @Option(help: "Replay a t,x,y,z recording (CSV, plain or gzip) instead of reading a sensor.")
-    var replay: String?
-
-    @Option(help: "Replay speed: 1 is real time.")
-    var speed: Double = 1
-
-    @Flag(help: "Start the replay again when it ends, the clock carrying on.")
-    var loop = false
-
-    @Option(help: "The Unix socket to listen on (default \(SocketPath.system), else a per-user path).")
-    var socket: String?
-
-    @Option(help: "Step detector: \(StepDetectorKind.allCases.map(\.rawValue).joined(separator: ", ")).")
-    var detector: String = StepDetectorKind.default.rawValue
-
-    @Option(help: "The walker's height in metres, for the stride length until GPS calibrates it.")
-    var height: Double = 1.70
-
-    @Option(help: "The most clients connected at once; the next one gets an ERROR and is closed.")
-    var maxClients: Int = 256
-
-    @Option(help: "A watcher that leaves more than this many KiB unread is dropped.")
-    var maxUnsentKib: Int = 64
-
-    @Option(help: "A group whose members may reset the count (root and the daemon's own user always may).")
-    var adminGroup: String?
-
-    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
-    var logLevel: String = "info"
+    // Each flag is declared once, in ConfigOption.all (Sources/StepService/Config/ConfigOption.swift), with
+    // its stepd.conf key, range, default and help; here it only gets its Swift type.
+    @Option(.named("replay")) var replay: String?
+    @Option(.named("speed")) var speed: Double
+    @Flag(.named("loop")) var loop: Bool
+    @Flag(.named("demo")) var demo: Bool
+    @Option(.named("socket")) var socket: String?
+    @Option(.named("detector")) var detector: String
+    @Option(.named("height")) var height: Double
+    @Option(.named("max_clients")) var maxClients: Int
+    @Option(.named("max_unsent_kib")) var maxUnsentKib: Int
+    @Option(.named("admin_group")) var adminGroup: String?
+    @Option(.named("log_level")) var logLevel: String
 
     @OptionGroup(title: "IIO accelerometer")
     var iio: IIOOptions
@@ -51,42 +35,51 @@ struct Run: ParsableCommand {
 
     func validate() throws {
         try gps.validate()
-        guard StepDetectorKind(rawValue: detector) != nil else {
-            throw ValidationError("unknown detector '\(detector)'; known: \(StepDetectorKind.allCases.map(\.rawValue).joined(separator: ", "))")
+        if demo && replay != nil {
+            throw ValidationError("--demo plays the bundled recording and --replay another one: give one of them")
         }
-        guard speed > 0, speed.isFinite else { throw ValidationError("--speed must be a positive number") }
-        guard (0.5...2.5).contains(height) else { throw ValidationError("--height must be in metres, between 0.5 and 2.5") }
-        guard maxUnsentKib > 0 else { throw ValidationError("--max-unsent-kib must be at least 1") }
-        guard maxClients > 0 else { throw ValidationError("--max-clients must be at least 1") }
     }
 
     mutating func run() throws {
         if iio.listDevices { return try iio.listAccelerometers() }
         try applyConfigurationFile()
         let level = Logger.Level(rawValue: logLevel) ?? .info
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
-        let logger = Logger(label: "stepd")
+        let style = DaemonLogHandler.Style.detect()
+        LoggingSystem.bootstrap { DaemonLogHandler(label: $0, level: level, style: style) }
+        do { try start(logger: Logger(label: "stepd")) } catch let failure as StartFailure { throw failure.exit() }
+        dispatchMain()
+    }
 
+    /// Everything up to serving: a failure here is a StartFailure with its reason and exit status.
+    private mutating func start(logger: Logger) throws {
+        // The source first: a recording that cannot be replayed stops the daemon before it touches the store.
+        let source = try chooseSource(logger: logger)
         var engineConfiguration = Engine.Configuration()
         engineConfiguration.detector = StepDetectorKind(rawValue: detector)!
         engineConfiguration.heightMeters = height
         let gpsSource = try gps.makeSource(configuring: &engineConfiguration.location)
         let engine = Engine(configuration: engineConfiguration)
+        // A demo keeps its history in a directory of its own, removed at exit (SourceChoice.swift).
+        let demoState: DemoStateDirectory?
+        do { demoState = demo ? try DemoStateDirectory() : nil } catch {
+            throw StartFailure(description: "\(error)", status: .cantCreate)
+        }
+        if let demoState { service.stateDir = demoState.path }
+        do { try serve(source: source, engine: engine, gpsSource: gpsSource, demoState: demoState, logger: logger) } catch {
+            demoState?.remove()
+            throw error
+        }
+    }
+
+    private func serve(source: SampleSource, engine: Engine, gpsSource: GPSDSource?, demoState: DemoStateDirectory?,
+                       logger: Logger) throws {
         let runtime = ServiceRuntime(options: service, engine: engine, logger: logger)
         runtime.openStore()
 
-        let source: SampleSource
-        do {
-            source = try chooseSource(logger: logger)
-        } catch {
-            throw ValidationError("\(error)")
+        let passed: (descriptor: CInt, path: String?)?
+        do { passed = try runtime.passedSocket() } catch {
+            throw StartFailure(description: "the socket systemd passed cannot be served: \(error)", status: .cantCreate)
         }
-
-        let passed = try runtime.passedSocket()
         let socketPath = try passed.map { $0.path ?? "(passed by systemd)" } ?? socket ?? DaemonSocket.choose(logger: logger)
         var serverConfiguration = ProtocolServer.Configuration(socketPath: socketPath)
         serverConfiguration.maximumClients = maxClients
@@ -96,12 +89,12 @@ struct Run: ParsableCommand {
         server.store = runtime.store
         do {
             if let passed { try server.start(adoptingListeningSocket: passed.descriptor) } else { try server.start() }
-        } catch { throw ValidationError("\(error)") }
+        } catch { throw StartFailure.serving(error) }
 
         engine.attach(source: source)
         source.start(sink: engine)
         gpsSource?.start(sink: engine)
-        print("stepd: counting steps from \(source.description)")
+        print(SourceChoice.banner(for: source))
         print("stepd: listening on \(socketPath)")
         print("stepd: try   stepctl --socket \(socketPath) steps")
         print("stepd:  or   echo '{\"cmd\":\"steps\"}' | socat - UNIX-CONNECT:\(socketPath)")
@@ -113,19 +106,18 @@ struct Run: ParsableCommand {
             gpsSource?.stop()
             runtime.stop()
             server.stop()
+            demoState?.remove()
         }
-        dispatchMain()
     }
 
+    /// The accelerometer, or the recording asked for (SourceChoice.swift); a recording that cannot be read
+    /// says why, with 66 for a file that is not there or not readable and 65 for one that is not a recording.
     private func chooseSource(logger: Logger) throws -> SampleSource {
-        if let accelerometer = iio.source(replayGiven: replay != nil, logger: logger) { return accelerometer }
-        if let replay {
-            return try ReplaySource(path: replay, speed: speed, loop: loop)
+        do {
+            return try SourceChoice(demo: demo, replay: replay, speed: speed, loop: loop,
+                                    device: iio.device, iioURI: iio.iioURI).makeSource(logger: logger)
+        } catch let error as RecordingError {
+            throw StartFailure(description: "\(error)", status: error.isMissingInput ? .noInput : .dataError)
         }
-        guard let bundled = DefaultRecording.locate() else {
-            throw ValidationError("no accelerometer and no bundled recording found; pass --replay FILE")
-        }
-        logger.notice("no accelerometer given: replaying the bundled recording \(bundled) in a loop")
-        return try ReplaySource(path: bundled, speed: speed, loop: true)
     }
 }

@@ -4,18 +4,9 @@ import StepService
 
 /// The daemon's service options: where its configuration and history live.
 struct ServiceOptions: ParsableArguments {
-    @Option(help: "The configuration file (default \(ConfigOption.defaultPath); a missing default file is fine).")
-    var config: String?
-
-    @Option(help: "Where the history database lives (default \(ConfigOption.defaultStateDirectory), $STATE_DIRECTORY under systemd).")
-    var stateDir: String?
-
-    @Option(help: "Prune history older than this many days.")
-    var retentionDays: Int = ConfigOption.defaultRetentionDays
-
-    func validate() throws {
-        guard retentionDays >= 1 else { throw ValidationError("--retention-days must be at least 1") }
-    }
+    @Option(.named("config")) var config: String?
+    @Option(.named("state_dir")) var stateDir: String?
+    @Option(.named("retention_days")) var retentionDays: Int
 
     /// systemd's StateDirectory= (it sets $STATE_DIRECTORY), else /var/lib/stepd when this process may write
     /// there, else a per-user place, as the socket falls back for a daemon started by hand.
@@ -37,14 +28,15 @@ extension Run {
     /// Merges stepd.conf under the command line: each `key = value` becomes `--key value` (`loop = true`
     /// becomes `--loop`) placed before the real arguments, and the whole is parsed again, so a flag given on
     /// the command line wins (the last value of an option counts). A bad file is reported with its file,
-    /// line and key, and stepd exits with EX_CONFIG (78), which stepd.service does not restart on.
+    /// line and key, and stepd exits with EX_CONFIG (78), or EX_NOINPUT (66) for a file it cannot read; stepd.service
+    /// restarts on neither.
     mutating func applyConfigurationFile() throws {
         let path = service.config ?? ConfigOption.defaultPath
         let file: ConfigFile
         do {
             file = try ConfigFile.load(path: path, required: service.config != nil)
         } catch let error as ConfigError {
-            throw Self.configurationFailure(error.description)
+            throw StartFailure(description: error.description, status: error.exitStatus).exit()
         }
         guard !file.entries.isEmpty else { return }
         var arguments: [String] = []
@@ -53,9 +45,10 @@ extension Run {
             switch entry.value {
             case .flag(true): arguments.append(flag)
             case .flag(false): break
-            case .string(let s): arguments += [flag, s]
-            case .integer(let n): arguments += [flag, String(n)]
-            case .number(let x): arguments += [flag, String(x)]
+            // --key=value, so that a value starting with "-" is not taken for a flag.
+            case .string(let s): arguments.append("\(flag)=\(s)")
+            case .integer(let n): arguments.append("\(flag)=\(n)")
+            case .number(let x): arguments.append("\(flag)=\(x)")
             }
         }
         var commandLine = Array(CommandLine.arguments.dropFirst())
@@ -69,12 +62,7 @@ extension Run {
                 message.contains("--" + $0.key.replacingOccurrences(of: "_", with: "-"))
             }
             let location = culprit.map { "\(path):\($0.value.line): key \"\($0.key)\": " } ?? "\(path): "
-            throw Self.configurationFailure(location + message)
+            throw StartFailure(description: location + message, status: .config).exit()
         }
-    }
-
-    private static func configurationFailure(_ message: String) -> ExitCode {
-        FileHandle.standardError.write(Data("stepd: \(message)\n".utf8))
-        return ExitCode(ConfigError.exitStatus)
     }
 }

@@ -38,7 +38,7 @@ final class ServiceRuntime {
         let counter = store.open(fresh: fresh)
         if counter != fresh {
             engine.restore(steps: counter.steps, since: counter.since)
-            logger.info("continuing from \(counter.steps) steps since \(Timestamp.string(counter.since))")
+            logger.notice("continuing from \(counter.steps) steps since \(Timestamp.string(counter.since))")
         }
         restoreLocation()
         engine.onLocationRecord { [store] record in
@@ -142,7 +142,7 @@ final class ServiceRuntime {
             }, statusText: { [weak self] in self?.statusText() ?? "" })
             watchdog.start()
             self.watchdog = watchdog
-            logger.info("watchdog: pinging systemd every \(interval) s")
+            logger.debug("watchdog: pinging systemd every \(interval) s")
         }
     }
 

@@ -11,7 +11,7 @@ enum ShutdownHandler {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
             source.setEventHandler {
-                logger.info("signal \(number): shutting down")
+                logger.notice("signal \(number): shutting down")
                 stop()
                 exit(0)
             }

@@ -6,6 +6,6 @@ struct Stepd: ParsableCommand {
         commandName: "stepd",
         abstract: "Counts steps from an accelerometer, tracks position from gpsd, and serves both on a Unix socket.",
         version: "0.1.0",
-        subcommands: [Run.self, Analyze.self, Bench.self],
+        subcommands: [Run.self, Analyze.self, Bench.self, Options.self],
         defaultSubcommand: Run.self)
 }

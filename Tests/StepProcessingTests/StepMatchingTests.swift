@@ -58,6 +58,18 @@ final class StepMatchingTests: XCTestCase {
         // Offsets to nearest: +0.1, −0.05, +0.2 → median +0.1.
         XCTAssertEqual(StepMatching.medianLag(trueTimes: [1, 2, 3], detectedTimes: [1.1, 1.95, 3.2]), 0.1, accuracy: 1e-12)
     }
+
+    func testScoringInsideAWindowUsesTheWholeTraceLag() {
+        // Steps every 0.5 s, detected 0.1 s late; a window of 2-4 s holds five true steps (2.0 ... 4.0). A stray
+        // detection at 1.95 s (1.85 s less the lag, 0.15 s before the window) is within the margin and counted.
+        let truth = (0..<12).map { Double($0) * 0.5 }
+        let detected = truth.map { $0 + 0.1 } + [1.95]
+        let inside = StepMatching.accuracy(trueTimes: truth, detectedTimes: detected, within: 2...4)
+        XCTAssertEqual(inside.lagSeconds, 0.1, accuracy: 1e-9)
+        XCTAssertEqual(inside.trueCount, 5)
+        XCTAssertEqual(inside.detectedCount, 6)
+        XCTAssertEqual(inside.matchedCount, 5)
+    }
 }
 
 final class GroundTruthRepairTests: XCTestCase {
@@ -75,5 +87,14 @@ final class GroundTruthRepairTests: XCTestCase {
     func testAPauseIsNotFilled() {
         // Three step intervals of silence is a pause, not one missed event.
         XCTAssertEqual(GroundTruthRepair.repaired([0, 0.5, 1.0, 1.5, 3.0, 3.5, 4.0]), [0, 0.5, 1.0, 1.5, 3.0, 3.5, 4.0])
+    }
+
+    func testASwitchSilentForAStretchIsFilled() {
+        // A 0.5 s walk of 30 steps in which one foot's switch stays silent for twelve steps (six of its own
+        // footfalls): the local intervals double to 1.0 s, and each gap gets its missing footfall.
+        let truth = (0..<30).map { Double($0) * 0.5 }
+        let recorded = truth.enumerated().filter { !($0.offset >= 8 && $0.offset < 20 && $0.offset % 2 == 1) }.map(\.element)
+        XCTAssertEqual(recorded.count, 24)
+        XCTAssertEqual(GroundTruthRepair.repaired(recorded), truth)
     }
 }

@@ -6,7 +6,7 @@ final class WalkingBoutTests: XCTestCase {
     func feed(_ cycles: [GaitCycle], into bout: inout WalkingBout) -> [[Double]] {
         cycles.map { cycle in
             var steps: [Double] = []
-            bout.advance(to: cycle.time)
+            bout.advance(to: cycle.time, steps: &steps)
             bout.take(cycle, steps: &steps)
             return steps
         }
@@ -16,14 +16,33 @@ final class WalkingBoutTests: XCTestCase {
         times.map { GaitCycle(time: $0, amplitude: amplitude) }
     }
 
-    func testSixthRegularCycleConfirmsTheBoutWithAllSixTimes() {
+    func testFourEvenCyclesConfirmAShortBoutWithAllFourTimes() {
+        // A few steps between pauses (a desk to the door): even and of one size, they are walking.
         var bout = WalkingBout()
-        let reports = feed(cycles([1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0]), into: &bout)
-        XCTAssertEqual(reports[0..<5].flatMap { $0 }, [])
-        XCTAssertEqual(reports[5], [1.0, 1.5, 2.0, 2.5, 3.0, 3.5])
-        XCTAssertEqual(reports[6], [4.0])
+        let reports = feed(cycles([1.0, 1.5, 2.0, 2.5, 3.0]), into: &bout)
+        XCTAssertEqual(reports[0..<3].flatMap { $0 }, [])
+        XCTAssertEqual(reports[3], [1.0, 1.5, 2.0, 2.5])
+        XCTAssertEqual(reports[4], [3.0])
         XCTAssertTrue(bout.isWalking)
         XCTAssertEqual(bout.stepPeriodSeconds, 0.5, accuracy: 1e-12)
+    }
+
+    func testUnevenCyclesNeedSixToConfirm() {
+        // Steps of 0.5 and 0.6 s: within a stride's tolerance, not even enough for a short bout.
+        var bout = WalkingBout()
+        let times = [1.0, 1.5, 2.1, 2.6, 3.2, 3.7, 4.3]
+        let reports = feed(cycles(times), into: &bout)
+        XCTAssertEqual(reports[0..<5].flatMap { $0 }, [])
+        XCTAssertEqual(reports[5], Array(times.prefix(6)))
+        XCTAssertEqual(reports[6], [4.3])
+    }
+
+    func testFourCyclesOfDifferentSizesAreNotAShortBout() {
+        // Putting a phone in a pocket: four jolts at a walking rhythm, but each smaller than the one before.
+        var bout = WalkingBout()
+        let list = zip([1.0, 1.5, 2.0, 2.5], [8.0, 5.0, 3.0, 2.0]).map { GaitCycle(time: $0, amplitude: $1) }
+        XCTAssertEqual(feed(list, into: &bout).flatMap { $0 }, [])
+        XCTAssertFalse(bout.isWalking)
     }
 
     func testAlternatingLeftRightIntervalsStillConfirm() {
@@ -31,6 +50,7 @@ final class WalkingBoutTests: XCTestCase {
         var bout = WalkingBout()
         let times = [0.0, 0.40, 1.02, 1.42, 2.04, 2.44]
         let reports = feed(cycles(times), into: &bout)
+        XCTAssertEqual(reports[0..<5].flatMap { $0 }, [])
         XCTAssertEqual(reports[5], times)
     }
 
@@ -70,13 +90,46 @@ final class WalkingBoutTests: XCTestCase {
         XCTAssertEqual(reports[8], [4.0, 4.5], "the faint 4.0 s cycle is replaced by the missed-footfall rule at 4.0 s")
     }
 
-    func testAPauseEndsTheBoutAndTheNextWalkMustConfirmAgain() {
+    func testAPauseEndsTheBoutCountsTheClosingStepAndTheNextWalkMustConfirmAgain() {
         var bout = WalkingBout()
         _ = feed(cycles([1.0, 1.5, 2.0, 2.5, 3.0, 3.5]), into: &bout)
-        bout.advance(to: 5.1)
+        var closing: [Double] = []
+        bout.advance(to: 4.9, steps: &closing)
+        XCTAssertTrue(bout.isWalking)
+        XCTAssertEqual(closing, [])
+        bout.advance(to: 5.1, steps: &closing)
         XCTAssertFalse(bout.isWalking)
-        let reports = feed(cycles([10.0, 10.5, 11.0, 11.5, 12.0, 12.5]), into: &bout)
-        XCTAssertEqual(reports[0..<5].flatMap { $0 }, [])
-        XCTAssertEqual(reports[5], [10.0, 10.5, 11.0, 11.5, 12.0, 12.5])
+        XCTAssertEqual(closing, [4.0], "the step that brings the feet together, one period after the last")
+        let reports = feed(cycles([10.0, 10.5, 11.0, 11.5, 12.0]), into: &bout)
+        XCTAssertEqual(reports[0..<3].flatMap { $0 }, [])
+        XCTAssertEqual(reports[3], [10.0, 10.5, 11.0, 11.5])
+    }
+
+    func testSecondCrestOfOneFootfallIsNotAStep() {
+        // A loose carrier in a 0.53 s gait: every other footfall shows a second crest 0.27 s after it.
+        var bout = WalkingBout()
+        var list: [GaitCycle] = []
+        for k in 0..<20 {
+            let t = 1.0 + 0.53 * Double(k)
+            list.append(GaitCycle(time: t, amplitude: 5))
+            if k >= 6 && k % 2 == 0 { list.append(GaitCycle(time: t + 0.27, amplitude: 4)) }
+        }
+        let steps = feed(list, into: &bout).flatMap { $0 }
+        XCTAssertEqual(steps.count, 20)
+        XCTAssertEqual(steps, (0..<20).map { 1.0 + 0.53 * Double($0) })
+    }
+
+    func testSmallCyclesOnTheRhythmAreTurnSteps() {
+        // Into a turn the steps shrink to a quarter of the walk's size but keep the rhythm; an equally small
+        // cycle off the rhythm (0.65 of a period after a step) is not a step.
+        var bout = WalkingBout()
+        var list = cycles([1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0])
+        list += cycles([4.55, 5.1, 5.75], amplitude: 1.2)
+        list += cycles([6.1], amplitude: 1.2)
+        let reports = feed(list, into: &bout)
+        XCTAssertEqual(reports[7], [4.55])
+        XCTAssertEqual(reports[8], [5.1])
+        XCTAssertEqual(reports[9], [5.75])
+        XCTAssertEqual(reports[10], [], "0.35 s after a step in a 0.54 s rhythm, and small: a wobble")
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import StepProtocol
 import StepService
 import XCTest
 
@@ -71,29 +72,98 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertTrue(try ConfigFile.load(path: missing, required: false).entries.isEmpty)
         XCTAssertThrowsError(try ConfigFile.load(path: missing, required: true)) { error in
             XCTAssertEqual(error as? ConfigError, .cannotRead(file: missing, reason: "no such file"))
+            XCTAssertEqual((error as? ConfigError)?.exitStatus, .noInput)
         }
     }
 
-    /// docs/configuration.md and docs/stepd.conf.example must describe every key the parser accepts.
-    func testDocumentationListsEveryKeyWithItsDefault() throws {
+    func testADirectoryIsReportedInWordsNotAsAFoundationError() throws {
+        let directory = NSTemporaryDirectory() + "stepd-conf-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        XCTAssertThrowsError(try ConfigFile.load(path: directory, required: true)) { error in
+            XCTAssertEqual(error as? ConfigError, .cannotRead(file: directory, reason: "is a directory"))
+            XCTAssertEqual("\(error)", "\(directory): cannot read the configuration: is a directory")
+            XCTAssertEqual((error as? ConfigError)?.exitStatus, .noInput)
+        }
+        XCTAssertEqual(ConfigError.unknownKey(file: "f", line: 1, key: "k", known: []).exitStatus, .config)
+    }
+
+    /// docs/gps.md promises these in stepd.conf.
+    func testGPSKeysAreSettableInTheFile() throws {
+        let file = try ConfigFile.parse("gpsd = 10.0.0.5:2947\nvisit_radius_m = 150\nno_gps = true\n"
+                                        + "gps_retry_s = 0.5\ntrack_max_eph_m = 30\nvisit_min_stay_s = 120\n", path: path)
+        XCTAssertEqual(file.string("gpsd"), "10.0.0.5:2947")
+        XCTAssertEqual(file.number("visit_radius_m"), 150)
+        XCTAssertEqual(file.flag("no_gps"), true)
+        XCTAssertEqual(file.number("visit_min_stay_s"), 120)
+        XCTAssertNotNil(try? ConfigFile.parse("gpsd = [::1]:2947", path: path))
+        XCTAssertThrowsError(try ConfigFile.parse("gpsd = 10.0.0.5:99999", path: path)) { error in
+            guard case ConfigError.badValue(_, 1, "gpsd", _, "HOST:PORT") = error else { return XCTFail("\(error)") }
+        }
+    }
+
+    func testEveryFixedDefaultIsAValueOfItsOwnKindAndRange() {
+        for option in ConfigOption.all + ConfigOption.commandLineOnly where !option.defaultText.hasPrefix("(") {
+            XCTAssertNotNil(option.defaultValue, "\(option.key): default \(option.defaultText) is not \(option.kind.expectation)")
+        }
+        let keys = (ConfigOption.all + ConfigOption.commandLineOnly).map(\.key)
+        XCTAssertEqual(Set(keys).count, keys.count, "a key is declared twice")
+        XCTAssertFalse(ConfigOption.all.contains { $0.key == "config" }, "--config cannot be set from the file it names")
+    }
+
+    func testCommandLineAndFileShareOneRange() {
+        let speed = ConfigOption.named("speed")
+        XCTAssertEqual(try speed.value("1000"), .number(1000))
+        XCTAssertThrowsError(try speed.value("1001")) { error in
+            XCTAssertEqual("\(error)", "expected a number from 0.01 to 1000, found \"1001\"")
+        }
+        XCTAssertThrowsError(try ConfigFile.parse("speed = 1001", path: path))
+    }
+
+    /// docs/configuration.md's table, docs/stepd.conf.example and stepd(8)'s OPTIONS are generated from
+    /// ConfigOption.all; a committed copy that differs means someone edited one by hand or forgot to run
+    /// `stepd options --update-docs .`.
+    func testGeneratedDocumentationEqualsTheDeclarations() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        for part in OptionDocs.parts {
+            let text = try String(contentsOf: root.appendingPathComponent(part.file), encoding: .utf8)
+            let expected = try XCTUnwrap(OptionDocs.splice(part, into: text), "\(part.file) lacks its generated-part fences")
+            XCTAssertEqual(text, expected, "\(part.file) differs from ConfigOption.all: run `stepd options --update-docs .`")
+        }
+        let reference = try String(contentsOf: root.appendingPathComponent("docs/configuration.md"), encoding: .utf8)
+        for option in ConfigOption.all {
+            XCTAssertTrue(reference.contains("| `\(option.key)` | `--\(option.flagName)"), "configuration.md lacks \(option.key)")
+        }
+    }
+
+    /// The example, uncommented, is itself a valid file with every key; and every `key = value` a page of
+    /// docs/ shows inline (gps.md's `gpsd = 10.0.0.5:2947`) is one stepd.conf accepts.
+    func testExamplesInTheDocsAreValidFiles() throws {
         let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("docs")
-        let reference = try String(contentsOf: docs.appendingPathComponent("configuration.md"), encoding: .utf8)
         let example = try String(contentsOf: docs.appendingPathComponent("stepd.conf.example"), encoding: .utf8)
-        for option in ConfigOption.all {
-            XCTAssertTrue(reference.contains("| `\(option.key)` | "), "configuration.md lacks \(option.key)")
-            let shownDefault = option.defaultText.hasPrefix("(") ? option.defaultText : "`\(option.defaultText)`"
-            XCTAssertTrue(reference.contains("| `\(option.key)` | \(shownDefault) |"),
-                          "configuration.md gives \(option.key) another default than \(option.defaultText)")
-            XCTAssertTrue(example.contains("#\(option.key) = "), "stepd.conf.example lacks \(option.key)")
-        }
-        // The example, uncommented, is itself a valid file.
         let setting = try NSRegularExpression(pattern: "^#[a-z_]+ = ")
         let uncommented = example.split(separator: "\n").map { line -> String in
             let text = String(line)
             let isSetting = setting.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
             return isSetting ? String(text.dropFirst()) : text
         }
-        XCTAssertNoThrow(try ConfigFile.parse(uncommented.joined(separator: "\n"), path: "example"))
+        let parsed = try ConfigFile.parse(uncommented.joined(separator: "\n"), path: "example")
+        XCTAssertEqual(Set(parsed.entries.keys), Set(ConfigOption.all.map(\.key)))
+
+        let inline = try NSRegularExpression(pattern: "`([a-z_]+ = [^`]+)`")
+        let keys = Set(ConfigOption.all.map(\.key))
+        var checked = 0
+        for name in try FileManager.default.contentsOfDirectory(atPath: docs.path) where name.hasSuffix(".md") {
+            let text = try String(contentsOf: docs.appendingPathComponent(name), encoding: .utf8)
+            for match in inline.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
+                let snippet = String(text[Range(match.range(at: 1), in: text)!])
+                guard keys.contains(String(snippet.prefix { $0 != " " })) else { continue }
+                XCTAssertNoThrow(try ConfigFile.parse(snippet, path: name), "\(name): `\(snippet)`")
+                checked += 1
+            }
+        }
+        XCTAssertGreaterThanOrEqual(checked, 3, "gps.md's gpsd, visit_radius_m and no_gps examples at least")
     }
 }

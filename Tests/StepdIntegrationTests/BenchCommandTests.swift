@@ -39,6 +39,24 @@ final class BenchCommandTests: XCTestCase {
         XCTAssertTrue(bench.stdout.contains("report delay (peak)"), bench.stdout)
     }
 
+    func testBenchGroupsByPlacementAndScoresTheWalkingBout() throws {
+        let root = try traceFolder()
+        let meta = #"{"placement": "backpocket", "ground_truth": "video", "walking_bout_s": [10.0, 60.0]}"#
+        try meta.write(to: root.appendingPathComponent("walk-inhand/meta.json"), atomically: true, encoding: .utf8)
+        let bench = try runCommand(Binaries.stepd, ["bench", "--throughput-seconds", "0", root.path])
+        XCTAssertEqual(bench.status, 0, bench.stderr)
+        XCTAssertTrue(bench.stdout.contains("-- \(root.lastPathComponent) inside walking bouts:"), bench.stdout)
+        XCTAssertTrue(bench.stdout.contains("-- pocket back (1 traces):"), bench.stdout)
+    }
+
+    func testAMalformedMetaFileIsNamed() throws {
+        let root = try traceFolder()
+        try "{placement".write(to: root.appendingPathComponent("walk-inhand/meta.json"), atomically: true, encoding: .utf8)
+        let bench = try runCommand(Binaries.stepd, ["bench", "--throughput-seconds", "0", root.path])
+        XCTAssertNotEqual(bench.status, 0)
+        XCTAssertTrue(bench.stderr.contains("meta.json: not a JSON object"), bench.stderr)
+    }
+
     func testBenchTimesThePipeline() throws {
         let root = try traceFolder()
         let bench = try runCommand(Binaries.stepd, ["bench", "--detector", "peak", "--throughput-seconds", "0.2",

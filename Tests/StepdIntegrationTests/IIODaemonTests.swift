@@ -168,7 +168,7 @@ final class IIODaemonTests: XCTestCase {
             bmi160(["id": "iio:device1", "absent": true]),
         ]
         let daemon = try startDaemon(devices: devices, arguments: ["--iio-uri", "local:"])
-        let status = try daemon.waitUntil(timeout: 30, "unavailable") { $0.sourceState == "unavailable" }
+        let status = try daemon.waitUntil(timeout: 30, "waiting") { $0.sourceState == "waiting" }
         XCTAssertTrue(status.sourceError?.contains("iio:device0 (lm75: temp)") ?? false, "\(status)")
         try daemon.fake.control("add iio:device1")
         try daemon.waitUntil(timeout: 30, "the accelerometer plugged in later") {

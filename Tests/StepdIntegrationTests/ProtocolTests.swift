@@ -187,7 +187,9 @@ final class DaemonLifecycleTests: XCTestCase {
     func testASecondDaemonOnTheSameSocketIsRefused() throws {
         let dir = try TemporaryDirectory()
         let first = try Daemon(arguments: ["--replay", Binaries.bundledRecording], directory: dir)
-        let second = try Daemon(arguments: ["--replay", Binaries.bundledRecording], directory: dir, waitForSocket: false)
+        // Its own state directory: one shared with the first is refused before the socket (StoreFaultTests).
+        let second = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--state-dir", dir.file("state2")],
+                                directory: dir, waitForSocket: false)
         second.process.waitUntilExit()
         XCTAssertNotEqual(second.process.terminationStatus, 0)
         XCTAssert(second.log.contains("already listening"), second.log)
@@ -209,7 +211,7 @@ final class DaemonLifecycleTests: XCTestCase {
         let expected = "/tmp/stepd-65534/stepd.sock"
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.stepd, "--speed", "20"]
+        process.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", Binaries.stepd, "--demo", "--speed", "20"]
         process.environment = ["PATH": "/usr/bin:/bin", "STEPD_DATA_DIR": Binaries.repository.appendingPathComponent("data").path]
         let out = Pipe()
         process.standardOutput = out

@@ -1,7 +1,8 @@
 import Foundation
 import XCTest
 
-/// stepd.conf as the daemon reads it: values apply, flags override, a bad file exits 78 naming file:line:key.
+/// stepd.conf as the daemon reads it: values apply, flags override, a bad file exits 78 naming file:line:key
+/// (66 for a file that cannot be read).
 final class ServiceConfigTests: XCTestCase {
     func testBadFileExitsWithConfigErrorNamingFileLineAndKey() throws {
         let directory = try TemporaryDirectory()
@@ -14,7 +15,7 @@ final class ServiceConfigTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("s.sock")), "it must stop before listening")
 
         let missing = try runCommand(Binaries.stepd, ["--config", directory.file("absent.conf")], timeout: 30)
-        XCTAssertEqual(missing.status, 78)
+        XCTAssertEqual(missing.status, 66, "EX_NOINPUT")
         XCTAssertTrue(missing.stderr.contains("absent.conf: cannot read the configuration"), missing.stderr)
     }
 

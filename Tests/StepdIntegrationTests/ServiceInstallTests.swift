@@ -43,7 +43,7 @@ final class ServiceInstallTests: XCTestCase {
         XCTAssertTrue(FileManager.default.isExecutableFile(atPath: destdir + "/usr/bin/stepd"))
         let unit = try String(contentsOfFile: destdir + "/usr/lib/systemd/system/stepd.service", encoding: .utf8)
         XCTAssertTrue(unit.contains("\nExecStart=/usr/bin/stepd --config /etc/stepd/stepd.conf\n"), unit)
-        for directive in ["Type=notify", "WatchdogSec=30", "Restart=on-failure", "RestartPreventExitStatus=64 78",
+        for directive in ["Type=notify", "WatchdogSec=30", "Restart=on-failure", "RestartPreventExitStatus=64 65 66 78",
                           "User=stepd", "StateDirectory=stepd", "RuntimeDirectory=stepd", "DeviceAllow=char-iio rw"] {
             XCTAssertTrue(unit.contains("\n\(directive)\n"), "stepd.service lacks \(directive)")
         }

@@ -1,6 +1,7 @@
 import CGPS
 import Dispatch
 import Foundation
+import Logging
 import StepProcessing
 
 /// Where the link to gpsd stands, as the source sees it.
@@ -67,14 +68,16 @@ public final class GPSDSource: @unchecked Sendable {
     }
 
     public let configuration: Configuration
+    private let logger: Logger
     private let lock = NSLock()
     private var stopped = false
     private var thread: Thread?
     private let wakeUp = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
 
-    public init(configuration: Configuration) {
+    public init(configuration: Configuration, logger: Logger = Logger(label: "stepd.gpsd")) {
         self.configuration = configuration
+        self.logger = logger
     }
 
     public var description: String { "gpsd:\(configuration.address)" }
@@ -108,16 +111,20 @@ public final class GPSDSource: @unchecked Sendable {
         var retrySeconds = configuration.firstRetrySeconds
         while !isStopped {
             var error: UnsafePointer<CChar>?
+            logger.debug("gpsd: connecting to \(configuration.address)")
             guard let session = cgps_open(configuration.address.host, configuration.address.port, &error) else {
                 report(.unavailable(reason: "cannot reach gpsd at \(configuration.address): \(text(error))"))
+                logger.debug("gpsd: cannot connect to \(configuration.address) (\(text(error))); next try in \(retrySeconds) s")
                 pause(seconds: retrySeconds)
                 retrySeconds = min(retrySeconds * 2, configuration.maximumRetrySeconds)
                 continue
             }
             retrySeconds = configuration.firstRetrySeconds
+            logger.debug("gpsd: connected to \(configuration.address), watching reports")
             report(.connected)
             let reason = read(session: session, sink: sink)
             cgps_close(session)
+            logger.debug("gpsd: disconnected from \(configuration.address): \(reason)")
             if isStopped { break }
             report(.unavailable(reason: "lost gpsd at \(configuration.address): \(reason)"))
             pause(seconds: retrySeconds)

@@ -1,35 +1,46 @@
 import Foundation
+import Logging
 import StepProcessing
 
 /// An IIO accelerometer as a sample source: finds the device (by `selector`, else the first), reads it
-/// buffered when it can and polled when it cannot, and on any fault (no device, busy, unplugged) reports
-/// the state and tries again, so the daemon stays up and reattaches when the device comes back.
+/// buffered when it can and polled when it cannot. With no accelerometer it waits for one (state
+/// `waiting`): woken by the IIO device watcher when a device appears, not by looking every second. On
+/// other faults (busy, unplugged mid-stream) it reports the state and tries again every `retrySeconds`.
 public final class IIOAccelerometerSource: SampleSource, @unchecked Sendable {
     public let uri: String
     public let selector: String?
     public let pipelineRateHz: Double
-    public private(set) var description: String
-    public private(set) var kind: String
+    private let identity: NSLock = NSLock()
+    private var currentDescription: String
+    private var currentKind: String
+    public var description: String { identity.withLock { currentDescription } }
+    public var kind: String { identity.withLock { currentKind } }
 
-    /// Wait between attempts while the device is missing or busy.
+    /// Wait between attempts while the device is busy or failing.
     public static let retrySeconds = 1.0
 
+    private let logger: Logger
     private let stopSignal = IIOStopSignal()
     private var thread: Thread?
 
     /// Looks for the device now, so `kind` and `description` name it; a missing device is not an error here.
-    public init(uri: String = "local:", selector: String? = nil, pipelineRateHz: Double = 60) {
+    public init(uri: String = "local:", selector: String? = nil, pipelineRateHz: Double = 60,
+                logger: Logger = Logger(label: "stepd.iio")) {
         self.uri = uri
         self.selector = selector
         self.pipelineRateHz = pipelineRateHz
+        self.logger = logger
         if let (_, found) = try? IIODiscovery.find(uri: uri, selector: selector) {
-            description = found.displayName
-            kind = found.buffered ? "iio-buffer" : "iio-poll"
+            currentDescription = found.displayName
+            currentKind = found.buffered ? "iio-buffer" : "iio-poll"
         } else {
-            description = selector.map { "iio \($0)" } ?? "iio accelerometer"
-            kind = "iio"
+            currentDescription = selector.map { "iio \($0)" } ?? "iio accelerometer"
+            currentKind = "iio"
         }
     }
+
+    /// Whether an accelerometer was found when the source was made.
+    public var foundDevice: Bool { kind != "iio" }
 
     public func start(sink: SampleSink) {
         let thread = Thread { [self] in run(sink: sink) }
@@ -41,35 +52,68 @@ public final class IIOAccelerometerSource: SampleSource, @unchecked Sendable {
     public func stop() { stopSignal.stop() }
 
     private func run(sink: SampleSink) {
+        // A local context can be watched for devices appearing; a remote iiod cannot, so it is asked again.
+        let watcher = uri.hasPrefix("local") ? IIODeviceWatcher(logger: logger) : nil
         var lastError: IIOError?
         while !stopSignal.isStopped {
+            watcher?.drain()
+            logger.trace("iio: looking for an accelerometer through \(uri)")
+            var missing = false
             do {
                 let (device, found) = try IIODiscovery.find(uri: uri, selector: selector)
+                identify(found, sink: sink)
                 // Found again: a fault from here on is news, even the same one as last time (a second
                 // unplug after a quick replug would otherwise go unreported). The engine drops repeats.
                 lastError = nil
                 let counter = IIOStepCounter(device: device)
                 if found.buffered {
-                    try IIOBufferedSource(device: device, pipelineRateHz: pipelineRateHz)
+                    try IIOBufferedSource(device: device, pipelineRateHz: pipelineRateHz, logger: logger)
                         .run(sink: sink, stop: stopSignal, hardwareSteps: counter)
                 } else {
-                    try IIOPolledSource(device: device, rateHz: pipelineRateHz)
+                    try IIOPolledSource(device: device, rateHz: pipelineRateHz, logger: logger)
                         .run(sink: sink, stop: stopSignal, hardwareSteps: counter)
                 }
                 lastError = nil
             } catch let error as IIOError {
+                missing = Self.isMissing(error, uri: uri)
                 // Report a fault once; retries of the same fault stay quiet (the engine logs transitions).
-                if error != lastError { sink.sourceStateChanged(Self.state(for: error)) }
+                if error != lastError { sink.sourceStateChanged(Self.state(for: error, uri: uri)) }
                 lastError = error
             } catch {
                 sink.sourceStateChanged(.unavailable(reason: "\(error)"))
             }
-            if stopSignal.wait(seconds: Self.retrySeconds) { break }
+            let stopped: Bool
+            if missing, let watcher {
+                stopped = watcher.wait(seconds: IIODeviceWatcher.fallbackSeconds, stop: stopSignal)
+            } else {
+                stopped = stopSignal.wait(seconds: Self.retrySeconds)
+            }
+            if stopped { break }
         }
         sink.sourceStateChanged(.finished)
     }
 
-    static func state(for error: IIOError) -> SourceState {
+    private func identify(_ found: AccelerometerDescription, sink: SampleSink) {
+        let kind = found.buffered ? "iio-buffer" : "iio-poll"
+        let changed: Bool = identity.withLock {
+            defer { currentKind = kind; currentDescription = found.displayName }
+            return currentKind != kind || currentDescription != found.displayName
+        }
+        if changed { sink.sourceIdentified(kind: kind, description: found.displayName) }
+    }
+
+    /// No accelerometer (yet) on this machine: nothing to retry until a device appears.
+    static func isMissing(_ error: IIOError, uri: String) -> Bool {
+        switch error {
+        case .noAccelerometer, .deviceNotFound: return true
+        // A local context with no IIO subsystem yet: the iio module is not loaded until a driver needs it.
+        case .contextUnavailable: return uri.hasPrefix("local")
+        default: return false
+        }
+    }
+
+    static func state(for error: IIOError, uri: String) -> SourceState {
+        if isMissing(error, uri: uri) { return .waiting(reason: error.description) }
         switch error {
         case .deviceBusy: return .busy(reason: error.description)
         case .disconnected: return .disconnected(reason: error.description)

@@ -1,6 +1,7 @@
 import CIIO
 import Foundation
 import Glibc
+import Logging
 import StepProcessing
 
 /// Buffered capture from one IIO accelerometer: the kernel fills a buffer at the sensor's own rate and
@@ -8,6 +9,7 @@ import StepProcessing
 struct IIOBufferedSource {
     let device: IIODevice
     let pipelineRateHz: Double
+    let logger: Logger
     /// Refills a second: the buffer (and watermark) holds rate / this many scans. Each refill wakes this
     /// thread and the processing queue's worker, and each step wakes the socket server's event loop
     /// (~1.7/s walking), so 1.5 refills keep the whole daemon near 5 wake-ups a second (issue 3) while
@@ -35,6 +37,9 @@ struct IIOBufferedSource {
         if let timestamp { iio_channel_enable(timestamp) }
 
         let scans = max(1, Int((rateHz / Self.refillsPerSecond).rounded(.up)))
+        let stamps = clock == .none ? "from the refill clock" : "from the device (\(clock))"
+        let choice = IIODiscovery.rateChoiceText(of: device, pipelineRateHz: pipelineRateHz)
+        logger.debug("\(name): buffered capture at \(IIODiscovery.format(rateHz)) Hz (\(choice)), \(scans) scans a refill, timestamps \(stamps)")
         // A refill that takes four buffer periods (at least 2 s) means the device stalled or went away.
         let timeoutMs = UInt32(max(2000, 4000 * Double(scans) / rateHz))
         device.context.setTimeout(milliseconds: timeoutMs)
@@ -53,6 +58,7 @@ struct IIOBufferedSource {
 
         var timeline = IIOTimeline(rateHz: rateHz, clock: clock)
         var running = false
+        var reportedRejections = 0
         var batch: [Sample] = []
         batch.reserveCapacity(scans)
         while !stop.isStopped {
@@ -89,6 +95,10 @@ struct IIOBufferedSource {
                 sink.sourceStateChanged(.running)
             }
             if !batch.isEmpty { sink.receive(batch) }
+            if calibration.validator.rejected > reportedRejections {
+                sink.samplesRejected(calibration.validator.rejected - reportedRejections)
+                reportedRejections = calibration.validator.rejected
+            }
             hardwareSteps?.poll(sink: sink, now: refillTime)
         }
     }

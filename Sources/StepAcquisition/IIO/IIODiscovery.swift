@@ -104,6 +104,21 @@ public enum IIODiscovery {
         available.filter { $0 >= pipelineRateHz }.min() ?? available.max()
     }
 
+    /// How the rate was chosen, for the debug log: "sampling_frequency_available 25 50 62.5 100 200 Hz:
+    /// the smallest >= 60 Hz".
+    static func rateChoiceText(of device: IIODevice, pipelineRateHz: Double) -> String {
+        guard let at = rateAttribute(of: device) else { return "no sampling_frequency attribute" }
+        let available = availableRates(of: device, at: at)
+        guard !available.isEmpty else { return "no sampling_frequency_available: the driver's rate kept" }
+        let rule = available.contains { $0 >= pipelineRateHz } ? "the smallest >= \(format(pipelineRateHz)) Hz"
+            : "the highest, all are below \(format(pipelineRateHz)) Hz"
+        return "sampling_frequency_available \(available.map(format).joined(separator: " ")) Hz: \(rule)"
+    }
+
+    static func format(_ hz: Double) -> String {
+        hz == hz.rounded() && abs(hz) < 1e9 ? String(Int(hz)) : String(hz)
+    }
+
     /// Picks the rate from sampling_frequency_available and writes it; returns the rate the device then
     /// reports, or nil when the device has no sampling_frequency.
     static func configureRate(of device: IIODevice, pipelineRateHz: Double) throws -> Double? {

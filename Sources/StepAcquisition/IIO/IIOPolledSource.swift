@@ -1,6 +1,7 @@
 import CIIO
 import Foundation
 import Glibc
+import Logging
 import StepProcessing
 
 /// Polled capture for a device without buffer support: read in_accel_{x,y,z}_raw on a 60 Hz timer and hand
@@ -8,6 +9,7 @@ import StepProcessing
 struct IIOPolledSource {
     let device: IIODevice
     let rateHz: Double
+    let logger: Logger
     /// Batches handed to the pipeline per second: the processing queue wakes this often, not per sample.
     static let batchesPerSecond = 4.0
 
@@ -15,7 +17,11 @@ struct IIOPolledSource {
         let name = device.displayName
         guard let axes = IIODiscovery.accelerationChannels(of: device) else { throw IIOError.disconnected(device: name) }
         // The chip's own output rate: at least the polling rate, so every read sees a fresh value.
-        _ = try IIODiscovery.configureRate(of: device, pipelineRateHz: rateHz)
+        let chipRate = try IIODiscovery.configureRate(of: device, pipelineRateHz: rateHz)
+        let chipText = chipRate.map {
+            "the chip runs at \(IIODiscovery.format($0)) Hz (\(IIODiscovery.rateChoiceText(of: device, pipelineRateHz: rateHz)))"
+        } ?? "the chip has no sampling_frequency"
+        logger.debug("\(name): polled capture (no buffer support): in_accel_*_raw read at \(IIODiscovery.format(rateHz)) Hz; \(chipText)")
         var calibration = try IIOCalibration(device: device, channels: axes, fullScaleCounts: nil)
         hardwareSteps?.enable()
         let period = 1 / rateHz
@@ -23,6 +29,7 @@ struct IIOPolledSource {
         var batch: [Sample] = []
         batch.reserveCapacity(batchSize)
         var running = false
+        var reportedRejections = 0
         var next = IIOTimeline.monotonicSeconds()
         while !stop.isStopped {
             let now = IIOTimeline.monotonicSeconds()
@@ -43,6 +50,10 @@ struct IIOPolledSource {
                 }
                 sink.receive(batch)
                 batch.removeAll(keepingCapacity: true)
+                if calibration.validator.rejected > reportedRejections {
+                    sink.samplesRejected(calibration.validator.rejected - reportedRejections)
+                    reportedRejections = calibration.validator.rejected
+                }
                 hardwareSteps?.poll(sink: sink, now: now)
             }
             // Absolute deadlines, so the rate does not drift with the time the reads take.

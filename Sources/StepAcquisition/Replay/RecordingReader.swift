@@ -1,53 +1,153 @@
 import CZlib
 import Foundation
+import Glibc
 import StepProcessing
 
-/// Why a recording could not be read, in words a person can act on.
-public enum RecordingError: Error, CustomStringConvertible, Equatable {
-    case cannotOpen(path: String)
-    case badHeader(path: String, found: String)
-    case badLine(path: String, line: Int, text: String)
-    case empty(path: String)
-
-    public var description: String {
-        switch self {
-        case .cannotOpen(let path): return "cannot open recording \(path)"
-        case .badHeader(let path, let found): return "\(path): expected a header 't,x,y,z', found '\(found)'"
-        case .badLine(let path, let line, let text): return "\(path):\(line): expected four numbers t,x,y,z, found '\(text)'"
-        case .empty(let path): return "\(path): no samples"
-        }
-    }
-}
-
 /// Reads a `t,x,y,z` recording (seconds, m/s^2), plain or gzip-compressed; zlib reads both transparently.
+/// Lines may be of any length up to `maximumLineBytes` and keep their numbers in errors. Values that are
+/// numbers but impossible (1e300, nan, inf) are kept: the pipeline drops and counts them like a sensor's.
 public enum RecordingReader {
+    /// No row of four numbers is this long; a longer line is reported, not buffered without end.
+    public static let maximumLineBytes = 1 << 20
+
     public static func read(path: String) throws -> [Sample] {
-        guard let file = gzopen(path, "rb") else { throw RecordingError.cannotOpen(path: path) }
+        let (file, gzipName) = try open(path: path)
         defer { gzclose(file) }
         _ = gzbuffer(file, 1 << 17)
-        var samples: [Sample] = []
-        var lineNumber = 0
-        let capacity: Int32 = 4096
-        var buffer = [CChar](repeating: 0, count: Int(capacity))
-        while gzgets(file, &buffer, capacity) != nil {
-            lineNumber += 1
-            let parsed: Sample? = buffer.withUnsafeBufferPointer { parseLine($0.baseAddress!) }
-            if let sample = parsed {
-                samples.append(sample)
-                continue
+        do {
+            return try samples(from: file, path: path)
+        } catch let error as RecordingError where gzipName {
+            // A plain CSV named .gz reads fine; anything else named .gz that is not gzip is told as such.
+            switch error {
+            case .badHeader, .badLine, .noSamples, .lineTooLong: throw RecordingError.notGzip(path: path)
+            default: throw error
             }
-            let text = String(cString: buffer).trimmingCharacters(in: .whitespacesAndNewlines)
-            if text.isEmpty { continue }
-            if lineNumber == 1 {
+        }
+    }
+
+    private static func samples(from file: gzFile, path: String) throws -> [Sample] {
+        var samples: [Sample] = []
+        var lines = 0
+        try forEachLine(of: file, path: path) { line, number in
+            lines = number
+            if let sample = parseLine(line) {
+                samples.append(sample)
+                return
+            }
+            let text = excerpt(line)
+            if text.isEmpty { return }
+            if number == 1 {
                 guard text.replacingOccurrences(of: " ", with: "") == "t,x,y,z" else {
                     throw RecordingError.badHeader(path: path, found: text)
                 }
-                continue
+                return
             }
-            throw RecordingError.badLine(path: path, line: lineNumber, text: text)
+            throw RecordingError.badLine(path: path, line: number, text: text)
         }
-        guard !samples.isEmpty else { throw RecordingError.empty(path: path) }
+        guard !samples.isEmpty else { throw RecordingError.noSamples(path: path, lines: lines) }
         return samples
+    }
+
+    /// Opens `path` for zlib, after telling the reasons a person can fix (missing, a directory, permission)
+    /// from each other; also says whether the name ends in .gz while the content is not gzip.
+    static func open(path: String) throws -> (file: gzFile, gzipNameOnPlainFile: Bool) {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw openError(path: path, errno: errno) }
+        var info = stat()
+        if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
+            close(fd)
+            throw RecordingError.isDirectory(path: path)
+        }
+        var magic: [UInt8] = [0, 0]
+        let n = pread(fd, &magic, 2, 0)
+        if n < 0 {
+            let code = errno
+            close(fd)
+            throw openError(path: path, errno: code)
+        }
+        let plainDespiteName = path.hasSuffix(".gz") && !(n == 2 && magic == [0x1F, 0x8B])
+        guard let file = gzdopen(fd, "rb") else {
+            close(fd)
+            throw RecordingError.unreadable(path: path, reason: "zlib cannot read it")
+        }
+        return (file, plainDespiteName)
+    }
+
+    static func openError(path: String, errno code: Int32) -> RecordingError {
+        switch code {
+        case ENOENT, ENOTDIR: return .missing(path: path)
+        case EACCES, EPERM: return .permissionDenied(path: path)
+        case EISDIR: return .isDirectory(path: path)
+        default: return .unreadable(path: path, reason: String(cString: strerror(code)))
+        }
+    }
+
+    /// Calls `body` with each line (NUL-terminated, without its newline) and its number from 1. A line
+    /// split across reads is joined first, so numbers never shift.
+    static func forEachLine(of file: gzFile, path: String,
+                            _ body: (UnsafePointer<CChar>, Int) throws -> Void) throws {
+        var storage = [CChar](repeating: 0, count: 1 << 17)
+        var end = 0          // bytes held, [0, end): at most one partial line after each pass
+        var number = 0
+        while true {
+            let capacity = storage.count
+            let read: Int32 = storage.withUnsafeMutableBufferPointer { buffer in
+                gzread(file, buffer.baseAddress! + end, UInt32(capacity - 1 - end))
+            }
+            if read < 0 { throw corrupt(file, path: path, afterLine: number) }
+            if read == 0 {
+                var status: Int32 = Z_OK
+                _ = gzerror(file, &status)
+                if status != Z_OK { throw corrupt(file, path: path, afterLine: number) }
+                guard end > 0 else { return }
+                storage[end] = 0
+                number += 1
+                try storage.withUnsafeBufferPointer { try body($0.baseAddress!, number) }
+                return
+            }
+            end += Int(read)
+            var start = 0
+            try storage.withUnsafeMutableBufferPointer { buffer in
+                let base = buffer.baseAddress!
+                while start < end, let found = memchr(base + start, 10, end - start) {
+                    let newline = found.assumingMemoryBound(to: CChar.self)
+                    newline.pointee = 0   // strtod skips newlines as white space: end the line here
+                    number += 1
+                    try body(base + start, number)
+                    start = newline - base + 1
+                }
+            }
+            if start > 0 {
+                storage.withUnsafeMutableBufferPointer { buffer in
+                    let base = buffer.baseAddress!
+                    memmove(base, base + start, end - start)
+                }
+                end -= start
+            } else if end == storage.count - 1 {
+                // One line fills the buffer: grow it, up to the limit.
+                guard storage.count <= maximumLineBytes else {
+                    throw RecordingError.lineTooLong(path: path, line: number + 1, limitBytes: maximumLineBytes)
+                }
+                storage.append(contentsOf: repeatElement(0, count: storage.count))
+            }
+        }
+    }
+
+    private static func corrupt(_ file: gzFile, path: String, afterLine line: Int) -> RecordingError {
+        var status: Int32 = Z_OK
+        let message = gzerror(file, &status).map { String(cString: $0) } ?? ""
+        if status == Z_ERRNO { return .unreadable(path: path, reason: String(cString: strerror(errno))) }
+        let reason = status == Z_BUF_ERROR ? "it is cut short" : (message.isEmpty ? "zlib error \(status)" : message)
+        return .corruptGzip(path: path, afterLine: line, reason: reason)
+    }
+
+    /// The line as shown in an error: trimmed, printable, at most 80 characters.
+    static func excerpt(_ line: UnsafePointer<CChar>) -> String {
+        let text = String(decoding: UnsafeRawBufferPointer(start: line, count: min(strlen(line), 200)), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let printable = String(text.unicodeScalars.map { $0.properties.isWhitespace || $0.value >= 0x20 && $0.value != 0x7F
+            ? Character($0) : "?" })
+        return printable.count > 80 ? String(printable.prefix(80)) + "…" : printable
     }
 
     /// Parses "t,x,y,z" with strtod, the fast path for millions of lines; nil if the line is not four numbers.
@@ -72,8 +172,7 @@ public enum RecordingReader {
             }
         }
         while cursor.pointee == 32 || cursor.pointee == 13 { cursor += 1 }
-        guard cursor.pointee == 10 || cursor.pointee == 0 else { return nil }
-        guard values.0.isFinite, values.1.isFinite, values.2.isFinite, values.3.isFinite else { return nil }
+        guard cursor.pointee == 0 else { return nil }
         return Sample(time: values.0, x: values.1, y: values.2, z: values.3)
     }
 }

@@ -1,16 +1,20 @@
 import Foundation
+import Logging
 import StepProcessing
 
 /// Plays a recording into the pipeline at real time (or `speed` times faster), as if it came from a sensor.
-/// With `loop`, the recording starts again with its clock carried on, so the count keeps growing.
+/// With `loop`, the recording starts again with its clock carried on, so the count keeps growing. A demo
+/// (`--demo`) is the same replay, marked so that STATUS and the daemon treat it as one.
 public final class ReplaySource: SampleSource, @unchecked Sendable {
     public let path: String
     public let speed: Double
     public let loop: Bool
-    public var description: String { "replay:\(path)" }
-    public let kind = "replay"
+    public let isDemo: Bool
+    public var description: String { "\(isDemo ? "demo" : "replay"):\(path)" }
+    public var kind: String { isDemo ? "demo" : "replay" }
 
     private let samples: [Sample]
+    private let logger: Logger
     private let stopped = NSCondition()
     private var stopRequested = false
     private var thread: Thread?
@@ -18,11 +22,14 @@ public final class ReplaySource: SampleSource, @unchecked Sendable {
     /// How many samples a batch carries in real time: about 20 wake-ups a second.
     private static let batchSeconds = 0.05
 
-    public init(path: String, speed: Double = 1, loop: Bool = false) throws {
-        precondition(speed > 0, "speed must be positive")
+    public init(path: String, speed: Double = 1, loop: Bool = false, demo: Bool = false,
+                logger: Logger = Logger(label: "stepd.replay")) throws {
+        precondition(speed > 0 && speed.isFinite, "speed must be a positive number")
         self.path = path
         self.speed = speed
         self.loop = loop
+        isDemo = demo
+        self.logger = logger
         samples = try RecordingReader.read(path: path)
     }
 
@@ -40,41 +47,71 @@ public final class ReplaySource: SampleSource, @unchecked Sendable {
         stopped.unlock()
     }
 
-    /// Sleeps until `deadline` or a stop; true if it was stopped.
-    private func wait(until deadline: Date) -> Bool {
+    /// Sleeps until `deadline` (seconds since the reference date) or a stop; true if it was stopped. The
+    /// deadline is capped to what ReplayClock can ask for, so no date is ever out of NSCondition's range.
+    private func wait(until deadline: Double) -> Bool {
+        let cap = Date().timeIntervalSinceReferenceDate + ReplayClock.defaultMaximumGapSeconds / speed + 1
+        let date = Date(timeIntervalSinceReferenceDate: min(deadline, cap))
         stopped.lock()
         defer { stopped.unlock() }
         while !stopRequested {
-            if !stopped.wait(until: deadline) { break }
+            if !stopped.wait(until: date) { break }
         }
         return stopRequested
     }
 
     private func run(sink: SampleSink) {
         sink.sourceStateChanged(.running)
-        let first = samples[0].time
-        let duration = samples[samples.count - 1].time - first
-        // Each pass continues the clock one median interval after the last sample.
-        let gap = duration / Double(max(samples.count - 1, 1))
-        let wallStart = Date()
+        var clock = ReplayClock(speed: speed)
+        let period = Self.typicalInterval(samples)
         var clockOffset = 0.0
+        var reportedGap = false
+        var batch: [Sample] = []
         repeat {
             var index = 0
+            var lastTime = -Double.infinity
             while index < samples.count {
-                let batchEnd = samples[index].time - first + clockOffset + Self.batchSeconds * speed
-                var batch: [Sample] = []
-                while index < samples.count, samples[index].time - first + clockOffset < batchEnd {
+                // A batch: the samples due within batchSeconds of the first, at least one.
+                batch.removeAll(keepingCapacity: true)
+                let now = Date().timeIntervalSinceReferenceDate
+                var first: Double?
+                var due = now
+                while index < samples.count {
                     var s = samples[index]
                     s.time += clockOffset
+                    let (wall, afterGap) = clock.due(s.time, now: now)
+                    if afterGap && !reportedGap {
+                        reportedGap = true
+                        logger.notice("""
+                            replay \(path): the recording's clock jumps at sample \(index + 1) \
+                            (t = \(samples[index].time)); treated as a gap, here and at any later jump
+                            """)
+                    }
+                    if let first, wall - first > Self.batchSeconds { break }
+                    if first == nil { first = wall }
+                    due = wall
                     batch.append(s)
+                    if s.time.isFinite { lastTime = max(lastTime, s.time) }
                     index += 1
                 }
-                let due = wallStart.addingTimeInterval((batch[batch.count - 1].time - first) / speed)
                 if wait(until: due) { return }
                 sink.receive(batch)
             }
-            clockOffset += duration + gap
-        } while loop
+            // The next pass continues the clock one typical interval after the last sample.
+            if lastTime.isFinite { clockOffset = lastTime + period - samples[0].time }
+        } while loop && samples[0].time.isFinite
+        if clock.gaps > 0 { logger.debug("replay \(path): \(clock.gaps) gaps in the recording's clock") }
         sink.sourceStateChanged(.finished)
+    }
+
+    /// The median of the first intervals: what one sample is worth, robust to a jump in the clock.
+    static func typicalInterval(_ samples: [Sample]) -> Double {
+        var intervals: [Double] = []
+        for i in 1..<min(samples.count, 202) {
+            let d = samples[i].time - samples[i - 1].time
+            if d > 0 && d.isFinite { intervals.append(d) }
+        }
+        guard !intervals.isEmpty else { return 0.01 }
+        return intervals.sorted()[intervals.count / 2]
     }
 }

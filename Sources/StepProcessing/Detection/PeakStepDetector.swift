@@ -6,12 +6,13 @@
 /// 2. band-pass 0.8–2.5 Hz (second-order Butterworth high-pass and low-pass): walking cadence is 1.4–2.5 steps
 ///    per second, gravity and posture changes lie below, impacts and hand tremor above;
 /// 3. `GaitCycleFinder`: one oscillation per footfall, with a hysteresis that scales with the signal;
-/// 4. `WalkingBout`: six regular, similar cycles confirm a bout and are counted retroactively; later cycles
-///    count at once while the rhythm lasts.
+/// 4. `WalkingBout`: six regular, similar cycles (or four very even ones) confirm a bout and are counted
+///    retroactively; later cycles count at once while the rhythm lasts, smaller ones too when on the rhythm
+///    (turns); the end of a bout counts its closing step.
 ///
 /// Causal and streaming, O(1) work and fixed memory per sample. Inside a bout a step is reported when its
 /// cycle ends, about half a step period after the stamped instant (0.2–0.4 s at usual cadences); the first six
-/// steps of a bout are reported together when the sixth ends.
+/// steps of a bout are reported together when the sixth ends, and the closing step when the pause exceeds 1.5 s.
 public final class PeakStepDetector: StepDetector {
     public struct Configuration: Sendable, Equatable {
         public var sampleRateHz: Double = 60
@@ -82,7 +83,7 @@ public final class PeakStepDetector: StepDetector {
             if let cycle = finder.process(value, time: sample.time) {
                 bout.take(cycle, steps: &steps)
             }
-            bout.advance(to: sample.time)
+            bout.advance(to: sample.time, steps: &steps)
         }
     }
 }

@@ -6,6 +6,8 @@ public final class StepPipeline {
     public private(set) var resampler: Resampler
     public private(set) var samplesIn = 0
     public private(set) var samplesOut = 0
+    /// Samples dropped before the resampler as impossible (SamplePlausibility); part of `samplesIn`.
+    public private(set) var samplesRejected = 0
     private var stepBuffer: [Double] = []
 
     public init(detector: StepDetector, rateHz: Double = 60) {
@@ -46,9 +48,13 @@ public final class StepPipeline {
         var buffer = stepBuffer
         stepBuffer = []
         let detector = self.detector
-        var countIn = 0, countOut = 0
+        var countIn = 0, countOut = 0, countRejected = 0
         for sample in samples {
             countIn += 1
+            guard SamplePlausibility.isPlausible(sample) else {
+                countRejected += 1
+                continue
+            }
             resampler.push(sample) { uniform in
                 countOut += 1
                 onUniformSample(uniform)
@@ -63,6 +69,7 @@ public final class StepPipeline {
         stepBuffer = buffer
         samplesIn += countIn
         samplesOut += countOut
+        samplesRejected += countRejected
     }
 
     public func reset() {
@@ -70,5 +77,6 @@ public final class StepPipeline {
         resampler.reset()
         samplesIn = 0
         samplesOut = 0
+        samplesRejected = 0
     }
 }

@@ -34,6 +34,24 @@ public enum StepMatching {
         let truth = trueTimes.sorted()
         let detected = detectedTimes.sorted()
         let lag = medianLag(trueTimes: truth, detectedTimes: detected)
+        return pair(truth: truth, detected: detected, lagSeconds: lag, toleranceSeconds: toleranceSeconds)
+    }
+
+    /// Scores only the steps inside `window` (seconds), such as a trial's walking bout: true steps by their
+    /// time, detected steps by their time less the detector's lag over the whole trace, with the tolerance as a
+    /// margin on both sides (a step stamped just before the bout's first heel strike is that step).
+    public static func accuracy(trueTimes: [Double], detectedTimes: [Double], within window: ClosedRange<Double>,
+                                toleranceSeconds: Double = 0.25) -> StepAccuracy {
+        let truth = trueTimes.sorted()
+        let detected = detectedTimes.sorted()
+        let lag = medianLag(trueTimes: truth, detectedTimes: detected)
+        let margin = (window.lowerBound - toleranceSeconds)...(window.upperBound + toleranceSeconds)
+        return pair(truth: truth.filter { window.contains($0) }, detected: detected.filter { margin.contains($0 - lag) },
+                    lagSeconds: lag, toleranceSeconds: toleranceSeconds)
+    }
+
+    /// Pairs sorted lists one-to-one in time order, within the tolerance once the lag is subtracted.
+    static func pair(truth: [Double], detected: [Double], lagSeconds lag: Double, toleranceSeconds: Double) -> StepAccuracy {
         var i = 0, j = 0, matched = 0
         while i < truth.count && j < detected.count {
             let d = detected[j] - lag

@@ -50,3 +50,20 @@ public struct SampleValidator: Sendable {
         samples.filter { check($0) == .valid }
     }
 }
+
+/// What no accelerometer measures, whatever the source (a replayed file, a sensor, a fault): a value that is
+/// not a number, or beyond 50 g on an axis or in norm. The widest consumer accelerometers stop at ±16 g
+/// (±32 g for a few impact sensors), so 50 g leaves every real reading alone; one such value fed to a filter
+/// would make its state infinite or NaN for good (one 1e300 sample stopped counting for a whole recording).
+/// The pipeline drops these before the resampler and counts them.
+public enum SamplePlausibility {
+    public static let limitMetersPerSecondSquared = 50 * standardGravity
+
+    @inlinable
+    public static func isPlausible(_ sample: Sample) -> Bool {
+        let a = sample.acceleration, limit = limitMetersPerSecondSquared
+        // Written so that NaN fails every comparison: no `!(x > limit)`.
+        guard sample.time.isFinite, abs(a.x) <= limit, abs(a.y) <= limit, abs(a.z) <= limit else { return false }
+        return a.x * a.x + a.y * a.y + a.z * a.z <= limit * limit
+    }
+}

@@ -1,7 +1,10 @@
 import Foundation
+import Glibc
+import StepProtocol
 
 /// Why the configuration file cannot be used. Each sentence names the file, the line and the key, so the
-/// journal says exactly what to fix; stepd then exits with EX_CONFIG (78), which the unit does not restart on.
+/// journal says exactly what to fix; stepd then exits with EX_NOINPUT (66) for a file it cannot read and
+/// EX_CONFIG (78) for one whose content is wrong, neither of which the unit restarts on.
 public enum ConfigError: Error, Equatable, CustomStringConvertible {
     case cannotRead(file: String, reason: String)
     case notKeyValue(file: String, line: Int, text: String)
@@ -24,8 +27,11 @@ public enum ConfigError: Error, Equatable, CustomStringConvertible {
         }
     }
 
-    /// sysexits(3) EX_CONFIG.
-    public static let exitStatus: Int32 = 78
+    /// A file that cannot be read is EX_NOINPUT; a file read but wrong is EX_CONFIG.
+    public var exitStatus: ExitStatus {
+        if case .cannotRead = self { return .noInput }
+        return .config
+    }
 }
 
 /// A typed configuration value.
@@ -58,14 +64,37 @@ public struct ConfigFile: Equatable, Sendable {
             if required { throw ConfigError.cannotRead(file: path, reason: "no such file") }
             return ConfigFile(path: path)
         }
-        let data: Data
-        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
-            throw ConfigError.cannotRead(file: path, reason: (error as NSError).localizedDescription)
-        }
+        let data = try read(path)
         guard let text = String(data: data, encoding: .utf8) else {
             throw ConfigError.cannotRead(file: path, reason: "not UTF-8 text")
         }
         return try parse(text, path: path, options: options)
+    }
+
+    /// The file's bytes, or the reason in the words of strerror(3) ("Is a directory", "Permission denied"):
+    /// Foundation's own errors would print an NSCocoaErrorDomain code.
+    static func read(_ path: String) throws -> Data {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw ConfigError.cannotRead(file: path, reason: lowercasedError(errno)) }
+        defer { close(descriptor) }
+        var data = Data()
+        var chunk = [UInt8](repeating: 0, count: 16_384)
+        while true {
+            let n = Glibc.read(descriptor, &chunk, chunk.count)
+            if n == 0 { return data }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw ConfigError.cannotRead(file: path, reason: lowercasedError(errno))
+            }
+            data.append(contentsOf: chunk[0..<n])
+            // A configuration is a few KiB; a path to a device or a huge file is a mistake, not a config.
+            if data.count > 1 << 20 { throw ConfigError.cannotRead(file: path, reason: "larger than 1 MiB") }
+        }
+    }
+
+    private static func lowercasedError(_ number: Int32) -> String {
+        let text = String(cString: strerror(number))
+        return text.prefix(1).lowercased() + text.dropFirst()
     }
 
     public static func parse(_ text: String, path: String, options: [ConfigOption] = ConfigOption.all) throws -> ConfigFile {

@@ -1,8 +1,12 @@
 import Foundation
+import StepAcquisition
 import StepProcessing
 
-/// One key of stepd.conf: its kind, default and meaning. docs/configuration.md documents the same list;
-/// a command-line flag of the same name with dashes (state_dir → --state-dir) overrides the file.
+/// One daemon option, declared once: its stepd.conf key, command-line flag (`--key-with-dashes`), kind and
+/// allowed range, default and help. `stepd run`'s ArgumentParser flags are made from it (Sources/stepd,
+/// OptionDeclarations.swift), stepd.conf is parsed with it, and docs/configuration.md's table,
+/// docs/stepd.conf.example and stepd(8)'s OPTIONS are generated from it (`stepd options --update-docs`);
+/// tests fail when any of them differs.
 public struct ConfigOption: Sendable {
     public enum Kind: Sendable {
         /// A path or a name: any text without NUL.
@@ -11,8 +15,11 @@ public struct ConfigOption: Sendable {
         case integer(ClosedRange<Int>)
         case number(ClosedRange<Double>)
         case flag
+        /// HOST:PORT, IPv6 in brackets ([::1]:2947), as gpsd's clients write it.
+        case address
 
-        func parse(_ text: String) -> ConfigValue? {
+        /// The typed value of `text`, or nil when it is not of this kind or out of range.
+        public func parse(_ text: String) -> ConfigValue? {
             switch self {
             case .path:
                 return text.isEmpty || text.contains("\0") ? nil : .string(text)
@@ -30,36 +37,73 @@ public struct ConfigOption: Sendable {
                 case "false", "no", "off", "0": return .flag(false)
                 default: return nil
                 }
+            case .address:
+                return (try? GPSDAddress(parsing: text)) == nil ? nil : .string(text)
             }
         }
 
-        var expectation: String {
+        /// What a value must be, for error messages and the documentation: "a number from 0.5 to 2.5".
+        public var expectation: String {
             switch self {
             case .path: return "a path"
             case .choice(let choices): return "one of " + choices.joined(separator: ", ")
             case .integer(let r): return "a whole number from \(r.lowerBound) to \(r.upperBound)"
             case .number(let r): return "a number from \(Self.format(r.lowerBound)) to \(Self.format(r.upperBound))"
             case .flag: return "true or false"
+            case .address: return "HOST:PORT"
             }
         }
 
-        private static func format(_ x: Double) -> String {
+        public static func format(_ x: Double) -> String {
             x.rounded() == x ? String(Int(x)) : String(x)
         }
     }
 
     public let key: String
     public let kind: Kind
-    /// The default as the documentation writes it.
+    /// The default as the documentation writes it; in parentheses when there is no fixed value
+    /// ("(none)", "(the first accelerometer)").
     public let defaultText: String
+    /// One line: `stepd --help`, the stepd.conf.example comment, the start of the documentation's entry.
     public let help: String
+    /// What the value is called in `--help` and the man page (`--height <m>`).
+    public let valueName: String
+    /// More for docs/configuration.md and stepd(8), after `help`.
+    public let details: String?
+    /// A value for stepd.conf.example when the default is not one.
+    public let example: String?
 
-    public init(key: String, kind: Kind, defaultText: String, help: String) {
+    public init(key: String, kind: Kind, defaultText: String, help: String, valueName: String? = nil,
+                details: String? = nil, example: String? = nil) {
         self.key = key
         self.kind = kind
         self.defaultText = defaultText
         self.help = help
+        self.valueName = valueName ?? key.split(separator: "_").last.map(String.init) ?? key
+        self.details = details
+        self.example = example
     }
+
+    /// The command-line spelling: state_dir → state-dir (used as `--state-dir`).
+    public var flagName: String { key.replacingOccurrences(of: "_", with: "-") }
+
+    /// The typed default, or nil when the default is computed at run time or absent ("(none)").
+    public var defaultValue: ConfigValue? {
+        defaultText.hasPrefix("(") ? nil : kind.parse(defaultText)
+    }
+
+    /// Parses a command-line or stepd.conf value with this option's kind and range.
+    public func value(_ text: String) throws -> ConfigValue {
+        guard let value = kind.parse(text) else { throw OptionValueError(option: self, text: text) }
+        return value
+    }
+}
+
+/// A value outside an option's kind or range, in the words stepd.conf errors use.
+public struct OptionValueError: Error, CustomStringConvertible {
+    public let option: ConfigOption
+    public let text: String
+    public var description: String { "expected \(option.kind.expectation), found \"\(text)\"" }
 }
 
 extension ConfigOption {
@@ -68,35 +112,78 @@ extension ConfigOption {
     public static let defaultRetentionDays = 400
     public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
-    /// Every key stepd.conf accepts; each is also the command-line flag `--key-with-dashes`, which wins.
+    /// Looks an option up by key, among those of the file and those only on the command line.
+    public static func named(_ key: String) -> ConfigOption {
+        guard let option = (all + commandLineOnly).first(where: { $0.key == key }) else {
+            preconditionFailure("no option \"\(key)\" is declared in ConfigOption.all")
+        }
+        return option
+    }
+
+    /// Every daemon option, in the order the documentation lists them. Each is a stepd.conf key and the
+    /// command-line flag `--key-with-dashes`, which wins over the file. Add an option here, then read it
+    /// in `stepd run` with `@Option(.named("key")) var key: Type` (see docs/configuration.md, "Adding an option").
     public static let all: [ConfigOption] = [
         ConfigOption(key: "socket", kind: .path, defaultText: "/run/stepd/stepd.sock",
-                     help: "The Unix socket to listen on; under socket activation stepd.socket decides instead."),
+                     help: "The Unix socket to listen on.", valueName: "path",
+                     details: "Under socket activation (`stepd.socket`) the unit's `ListenStream=` decides and this is ignored. Run by hand without root, stepd falls back to `$XDG_RUNTIME_DIR/stepd/stepd.sock`, then `/tmp/stepd-UID/stepd.sock`."),
         ConfigOption(key: "state_dir", kind: .path, defaultText: defaultStateDirectory,
-                     help: "Where the history database stepd.sqlite lives ($STATE_DIRECTORY under systemd)."),
+                     help: "Where the history database stepd.sqlite lives.", valueName: "dir",
+                     details: "Under systemd, `StateDirectory=stepd` sets `$STATE_DIRECTORY`, used when this is not given. Run by hand without write access to `/var/lib`, stepd uses `$XDG_STATE_HOME/stepd` or `~/.local/state/stepd`."),
         ConfigOption(key: "retention_days", kind: .integer(1...36_500), defaultText: String(defaultRetentionDays),
-                     help: "History older than this many days is pruned, at start and hourly."),
+                     help: "Prune history older than this many days.", valueName: "days",
+                     details: "Minute bins, track points and visits are pruned at start and every hour."),
         ConfigOption(key: "detector", kind: .choice(StepDetectorKind.allCases.map(\.rawValue)),
-                     defaultText: StepDetectorKind.default.rawValue, help: "The step detector."),
+                     defaultText: StepDetectorKind.default.rawValue, help: "The step detector.", valueName: "name"),
         ConfigOption(key: "height", kind: .number(0.5...2.5), defaultText: "1.70",
-                     help: "The walker's height in metres, for the stride length until GPS calibrates it."),
+                     help: "The walker's height in metres, for the stride length until GPS calibrates it.", valueName: "m",
+                     details: "The stride is 0.414 × height."),
         ConfigOption(key: "device", kind: .path, defaultText: "(the first accelerometer)",
-                     help: "The IIO accelerometer to read: its name, label or iio:deviceN."),
+                     help: "The IIO accelerometer to read: its name, label or iio:deviceN.", valueName: "name",
+                     details: "See [iio.md](iio.md).", example: "bmi160"),
         ConfigOption(key: "iio_uri", kind: .path, defaultText: "local:",
-                     help: "The libiio context: local: or ip:HOST for a board running iiod."),
+                     help: "The libiio context: local: or ip:HOST for a board running iiod.", valueName: "uri"),
         ConfigOption(key: "replay", kind: .path, defaultText: "(none)",
-                     help: "Replay this t,x,y,z recording (CSV, plain or gzip) instead of reading a sensor."),
+                     help: "Replay a t,x,y,z recording (CSV, plain or gzip) instead of reading a sensor.", valueName: "file",
+                     example: "/usr/local/share/stepd/walk-inhand.csv.gz"),
         ConfigOption(key: "speed", kind: .number(0.01...1000), defaultText: "1",
-                     help: "Replay speed; 1 is real time."),
+                     help: "Replay speed: 1 is real time.", valueName: "x"),
         ConfigOption(key: "loop", kind: .flag, defaultText: "false",
-                     help: "Start the replay again when it ends."),
+                     help: "Start the replay again when it ends, the clock carrying on."),
+        ConfigOption(key: "demo", kind: .flag, defaultText: "false",
+                     help: "Play the bundled real recording in a loop, as a demo: its steps go to a throwaway history, never the system's.",
+                     details: "`make run` passes it. STATUS then says `\"demo\":true`; without it and without `replay`, stepd reads an accelerometer or waits for one."),
         ConfigOption(key: "max_clients", kind: .integer(1...65_536), defaultText: "256",
-                     help: "The most clients connected at once; the next one gets an ERROR and is closed."),
+                     help: "The most clients connected at once; the next one gets an ERROR and is closed.", valueName: "n"),
         ConfigOption(key: "max_unsent_kib", kind: .integer(1...1_048_576), defaultText: "64",
-                     help: "A watcher that leaves more than this many KiB unread is dropped."),
+                     help: "A watcher that leaves more than this many KiB unread is dropped.", valueName: "kib"),
         ConfigOption(key: "admin_group", kind: .path, defaultText: "(none)",
-                     help: "A group whose members may reset the count (root and the daemon's user always may)."),
+                     help: "A group whose members may reset the count (root and the daemon's own user always may).",
+                     valueName: "group", example: "stepadmin"),
         ConfigOption(key: "log_level", kind: .choice(logLevels), defaultText: "info",
-                     help: "The least severe log level written to stderr (the journal)."),
+                     help: "The least severe level logged to stderr (the journal under systemd).", valueName: "level"),
+        ConfigOption(key: "gpsd", kind: .address, defaultText: "localhost:2947",
+                     help: "gpsd's address, HOST:PORT (IPv6 as [::1]:2947).", valueName: "host:port",
+                     details: "See [gps.md](gps.md)."),
+        ConfigOption(key: "no_gps", kind: .flag, defaultText: "false",
+                     help: "Do not read positions from gpsd.",
+                     details: "STATUS then shows the GPS as `unavailable`, \"GPS disabled\"."),
+        ConfigOption(key: "gps_retry_s", kind: .number(0.1...30), defaultText: "2",
+                     help: "The first retry after gpsd is lost or unreachable (s); doubles up to 30 s.", valueName: "s"),
+        ConfigOption(key: "track_max_eph_m", kind: .number(1...1000), defaultText: "25",
+                     help: "Fixes with a larger horizontal error (m) stay out of the track and visits.", valueName: "m"),
+        ConfigOption(key: "visit_radius_m", kind: .number(1...10_000), defaultText: "100",
+                     help: "A visit's radius (m): a stay is fixes within this distance of their centre.", valueName: "m"),
+        ConfigOption(key: "visit_min_stay_s", kind: .number(1...86_400), defaultText: "300",
+                     help: "The shortest stay that makes a visit (s).", valueName: "s"),
+    ]
+
+    /// Options that only make sense on the command line; stepd.conf rejects them.
+    public static let commandLineOnly: [ConfigOption] = [
+        ConfigOption(key: "config", kind: .path, defaultText: defaultPath,
+                     help: "The configuration file; a missing default file is fine, a missing given file is an error.",
+                     valueName: "file"),
+        ConfigOption(key: "list_devices", kind: .flag, defaultText: "false",
+                     help: "List the IIO accelerometers (name, label, id, capture, rates, mount matrix) and exit."),
     ]
 }

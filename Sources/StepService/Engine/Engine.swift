@@ -39,8 +39,14 @@ public final class Engine: HardwareStepSink, @unchecked Sendable {
     private var rateWindowCount = 0
     private var rateInHz = 0.0
     private var source: (kind: String, description: String, state: SourceState) = ("none", "", .starting)
+    private var demo = false
+    /// Fires when steps stop coming without samples to tell it (a source that stalls): see `armStallTimer`.
+    private var stallTimer: DispatchSourceTimer?
+    private var lastStepWall: Date?
 
     private let latestHardwareSteps = NIOLockedValueBox<Int?>(nil)
+    /// Readings the source dropped itself (IIO glitches), added to the pipeline's rejections in STATUS.
+    private let sourceRejected = NIOLockedValueBox(0)
 
     private let published: NIOLockedValueBox<EngineSnapshot>
     // Position (Location/Engine+Location.swift): owned by `queue`, published apart from the step snapshot.
@@ -68,9 +74,14 @@ public final class Engine: HardwareStepSink, @unchecked Sendable {
         publishedLocation.withLockedValue { $0 = locationTracker.snapshot }
     }
 
-    /// Ends a walk that samples can no longer end, and tells the watchers.
+    /// Ends a walk that samples can no longer end, and tells the watchers. The cadence ends with it: no
+    /// step is coming to make it fall to zero by itself.
     private func endWalk(pauseDetectedAt wallNow: Date) {
-        guard let (_, pauseStart) = activity.advance(to: .infinity) else { return }
+        cadence.reset()
+        guard let (_, pauseStart) = activity.advance(to: .infinity) else {
+            publish()
+            return
+        }
         let wall = wallNow.addingTimeInterval(pauseStart - lastSampleTime)
         let handlers = eventHandlers.withLockedValue { $0 }
         publish()
@@ -95,8 +106,10 @@ public final class Engine: HardwareStepSink, @unchecked Sendable {
     }
 
     public func attach(source: SampleSource) {
+        let (kind, description, demo) = (source.kind, source.description, source.isDemo)
         queue.async { [self] in
-            self.source = (source.kind, source.description, .starting)
+            self.source = (kind, description, .starting)
+            self.demo = demo
             publish()
         }
     }
@@ -111,7 +124,10 @@ public final class Engine: HardwareStepSink, @unchecked Sendable {
     public func sourceStateChanged(_ state: SourceState) {
         queue.async { [self] in
             guard source.state != state else { return }
-            if let reason = state.reason {
+            if case .waiting(let reason) = state {
+                // Expected on a board whose driver loads late: a notice, not a warning.
+                logger.notice("source \(source.description): waiting for an accelerometer: \(reason)")
+            } else if let reason = state.reason {
                 logger.warning("source \(source.description): \(state.name): \(reason)")
             } else {
                 logger.info("source \(source.description): \(state.name)")
@@ -120,6 +136,19 @@ public final class Engine: HardwareStepSink, @unchecked Sendable {
             publish()
             // No more samples will tell the walk has stopped: a replay that ended, a device gone.
             if state != .running { endWalk(pauseDetectedAt: lastSampleWall) }
+        }
+    }
+
+    public func samplesRejected(_ count: Int) {
+        sourceRejected.withLockedValue { $0 += count }
+    }
+
+    public func sourceIdentified(kind: String, description: String) {
+        queue.async { [self] in
+            logger.debug("source: now \(kind) \(description) (was \(source.kind) \(source.description))")
+            source.kind = kind
+            source.description = description
+            publish()
         }
     }
 
@@ -209,7 +238,12 @@ public final class Engine: HardwareStepSink, @unchecked Sendable {
     // MARK: Processing (on `queue`)
 
     private func process(_ samples: [Sample], arrivedAt arrival: Date) {
-        guard let last = samples.last else { return }
+        // Clocks advance only with samples the pipeline keeps: an impossible one (NaN, 1e300) says nothing.
+        guard let last = samples.last(where: SamplePlausibility.isPlausible) else {
+            pipeline.process(samples) { _ in }
+            publish()
+            return
+        }
         let handlers = eventHandlers.withLockedValue { $0 }
         let wantMotion = motionWanted.withLockedValue { $0 }
         // The batch's last sample arrived now; any instant on the sample clock is that far before it.
@@ -225,6 +259,7 @@ public final class Engine: HardwareStepSink, @unchecked Sendable {
         lastSampleTime = last.time
         lastSampleWall = arrival
         measureRate(count: samples.count, until: last.time)
+        if !newSteps.isEmpty { armStallTimer(lastStepAt: arrival) }
         for t in newSteps {
             steps += 1
             cadence.record(stepAt: t)
@@ -244,6 +279,32 @@ public final class Engine: HardwareStepSink, @unchecked Sendable {
         if let (_, pauseStart) = pause {
             for handler in handlers { handler(.activity(.stationary, time: wall(pauseStart))) }
         }
+    }
+
+    /// Steps that stop with the samples (a source stalled without a word) would leave the cadence and the
+    /// walk as they were. One timer, pushed back by each batch with steps (which wakes nothing), fires only
+    /// once steps have stopped for longer than the walk detector waits; if the samples did not end the walk
+    /// meanwhile, it ends it here.
+    private func armStallTimer(lastStepAt wall: Date) {
+        lastStepWall = wall
+        let timer = stallTimer ?? {
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            timer.setEventHandler { [weak self] in self?.stallTimerFired() }
+            timer.activate()
+            stallTimer = timer
+            return timer
+        }()
+        timer.schedule(deadline: .now() + Self.stallSeconds, leeway: .milliseconds(250))
+    }
+
+    /// Longer than ActivityTracker's 2.5 s pause and a buffered source's 0.7 s between batches.
+    static let stallSeconds = 4.0
+
+    private func stallTimerFired() {
+        guard let lastStepWall, Date().timeIntervalSince(lastStepWall) >= Self.stallSeconds - 0.5 else { return }
+        guard activity.state == .walking || cadence.stepsPerMinute(now: lastSampleTime) > 0 else { return }
+        logger.debug("no step for \(Int(Self.stallSeconds)) s and no sample to say so: the walk ends here")
+        endWalk(pauseDetectedAt: lastSampleWall)
     }
 
     private func measureRate(count: Int, until time: Double) {
@@ -287,7 +348,10 @@ public final class Engine: HardwareStepSink, @unchecked Sendable {
         s.rateOutHz = configuration.rateHz
         s.samplesIn = pipeline.samplesIn
         s.samplesOut = pipeline.samplesOut
-        s.motion = lastMotion
+        s.samplesRejected = pipeline.samplesRejected + sourceRejected.withLockedValue { $0 }
+        s.demo = demo
+        // A motion estimate is finite while the samples are; kept that way for JSON whatever comes.
+        s.motion = lastMotion.flatMap { $0.gravity.magnitude.isFinite ? $0 : nil }
         s.hardwareSteps = latestHardwareSteps.withLockedValue { $0 }
         published.withLockedValue { $0 = s }
     }

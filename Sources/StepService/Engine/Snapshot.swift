@@ -27,6 +27,10 @@ public struct EngineSnapshot: Sendable {
     public var rateOutHz = 0.0
     public var samplesIn = 0
     public var samplesOut = 0
+    /// Samples dropped as impossible: by the pipeline (SamplePlausibility) and by the source (IIO glitches).
+    public var samplesRejected = 0
+    /// The bundled demo recording plays: its steps go to a throwaway history.
+    public var demo = false
     public var motion: MotionEstimate?
     /// The accelerometer's hardware step counter, when it has one.
     public var hardwareSteps: Int?

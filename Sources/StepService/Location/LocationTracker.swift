@@ -29,6 +29,8 @@ public struct LocationSnapshot: Sendable {
     public var position: Fix?
     public var fixesAccepted = 0
     public var fixesIgnored = 0
+    /// Reports refused as implausible: dated in the future, or eph/epv negative or absurd (FixGate).
+    public var fixesRejected = 0
     public var connections = 0
     public var distanceMeters = 0.0
     public var trackPoints = 0
@@ -136,6 +138,9 @@ struct LocationTracker {
         case .noFix, .noTime, .awaitingTimeToMoveOn, .stale:
             ignored += 1
             return []
+        case .future, .implausibleError:
+            // Counted by the gate (fixes_rejected); never the current position.
+            return []
         }
     }
 
@@ -147,6 +152,7 @@ struct LocationTracker {
         s.position = current
         s.fixesAccepted = accepted
         s.fixesIgnored = ignored
+        s.fixesRejected = gate.rejected
         s.connections = connections
         s.distanceMeters = track.distanceMeters
         s.trackPoints = track.points.count

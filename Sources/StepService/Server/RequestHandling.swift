@@ -37,8 +37,7 @@ extension ProtocolServer {
         let s = engine.snapshot
         let gravity = s.motion.map { [Replies.rounded($0.gravity.x, 3), Replies.rounded($0.gravity.y, 3), Replies.rounded($0.gravity.z, 3)] }
         var message = StatusMessage(release: stepdRelease, uptime_s: Replies.rounded(Date().timeIntervalSince(startedAt), 3),
-                             source: SourceStatus(kind: s.sourceKind, description: s.sourceDescription,
-                                                  state: s.sourceState.name, error: s.sourceState.reason),
+                             source: s.sourceStatus,
                              detector: s.detector, rate_in_hz: Replies.rounded(s.rateInHz, 2), rate_out_hz: s.rateOutHz,
                              samples_in: s.samplesIn, samples_out: s.samplesOut, clients: sessions.count,
                              dropped_watchers: droppedWatchers, gravity: gravity, id: id)

@@ -107,7 +107,8 @@ extension PendingWrites {
     }
 
     var summary: String {
-        "\(minutes.count) minute bins, \(trackPoints.count) track points, \(visits.count) visits"
+        "\(minutes.values.reduce(0) { $0 + $1.steps }) steps over \(minutes.count) minutes, \(trackPoints.count) track points, "
+            + "\(visits.count) visits"
             + (counter.map { ", counter \($0.steps)" } ?? "")
     }
 }

@@ -1,0 +1,45 @@
+/// Why a recording could not be read, in words a person can act on. `isMissingInput` tells a file that
+/// could not be read at all (EX_NOINPUT, 66) from one whose content is wrong (EX_DATAERR, 65).
+public enum RecordingError: Error, CustomStringConvertible, Equatable {
+    case missing(path: String)
+    case isDirectory(path: String)
+    case permissionDenied(path: String)
+    case unreadable(path: String, reason: String)
+    /// Named `.gz` but not starting with gzip's magic bytes.
+    case notGzip(path: String)
+    /// gzip data that zlib cannot inflate (corrupt or cut short), found after `afterLine` good lines.
+    case corruptGzip(path: String, afterLine: Int, reason: String)
+    case badHeader(path: String, found: String)
+    case badLine(path: String, line: Int, text: String)
+    case lineTooLong(path: String, line: Int, limitBytes: Int)
+    /// Read to the end without one `t,x,y,z` row.
+    case noSamples(path: String, lines: Int)
+
+    public var isMissingInput: Bool {
+        switch self {
+        case .missing, .isDirectory, .permissionDenied, .unreadable: return true
+        default: return false
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .missing(let path): return "cannot open recording \(path): no such file"
+        case .isDirectory(let path): return "cannot open recording \(path): it is a directory, not a file"
+        case .permissionDenied(let path): return "cannot open recording \(path): permission denied"
+        case .unreadable(let path, let reason): return "cannot open recording \(path): \(reason)"
+        case .notGzip(let path):
+            return "\(path): not a gzip file (the name ends in .gz but the content does not start with gzip's magic bytes)"
+        case .corruptGzip(let path, let line, let reason):
+            return "\(path): not a valid gzip file: \(reason)" + (line > 0 ? ", after line \(line)" : "")
+        case .badHeader(let path, let found):
+            return "\(path):1: expected a header 't,x,y,z' or four numbers, found '\(found)'"
+        case .badLine(let path, let line, let text):
+            return "\(path):\(line): expected four numbers t,x,y,z, found '\(text)'"
+        case .lineTooLong(let path, let line, let limit):
+            return "\(path):\(line): a line longer than \(limit / 1024) KiB; expected four numbers t,x,y,z"
+        case .noSamples(let path, let lines):
+            return "\(path): no samples: \(lines) line\(lines == 1 ? "" : "s") and not one row of four numbers t,x,y,z"
+        }
+    }
+}

@@ -1,0 +1,251 @@
+import Foundation
+import XCTest
+
+/// Every key docs/stepd.conf.example documents (it is generated from the option declarations), set in a
+/// stepd.conf that the real daemon starts with and nothing on the command line, and each value seen to
+/// take effect through STATUS or behaviour. A key documented without a check here fails the first test.
+final class ConfigKeysTests: XCTestCase {
+    /// Which test below sets and checks each key.
+    private static let checkedKeys: [String: String] = [
+        "socket": "replay", "state_dir": "replay", "retention_days": "replay", "detector": "replay", "height": "replay",
+        "replay": "replay", "speed": "replay", "loop": "replay", "max_clients": "replay", "max_unsent_kib": "replay",
+        "admin_group": "replay", "log_level": "replay", "gpsd": "replay", "gps_retry_s": "retry",
+        "visit_min_stay_s": "replay", "no_gps": "sensor", "device": "sensor", "iio_uri": "sensor",
+        "track_max_eph_m": "gps contrast", "visit_radius_m": "gps contrast", "demo": "demo",
+    ]
+
+    static func documentedKeys() throws -> Set<String> {
+        let example = try String(contentsOf: Binaries.repository.appendingPathComponent("docs/stepd.conf.example"), encoding: .utf8)
+        return Set(example.split(separator: "\n").compactMap { line -> String? in
+            guard line.hasPrefix("#"), let equals = line.range(of: " = ") else { return nil }
+            let key = line[line.index(after: line.startIndex)..<equals.lowerBound]
+            return key.allSatisfy { $0.isLowercase || $0 == "_" } ? String(key) : nil
+        })
+    }
+
+    func testEveryDocumentedKeyHasACheck() throws {
+        XCTAssertEqual(try Self.documentedKeys(), Set(Self.checkedKeys.keys),
+                       "a key of stepd.conf.example has no check in ConfigKeysTests, or a checked key is no longer documented")
+    }
+
+    /// Starts stepd with `--config FILE` alone (no --socket: the file's socket must be used).
+    private func start(_ settings: [String: String], directory: TemporaryDirectory) throws -> (Process, String, String) {
+        let config = directory.file("stepd-\(UUID().uuidString.prefix(4)).conf")
+        try settings.sorted { $0.key < $1.key }.map { "\($0.key) = \($0.value)" }.joined(separator: "\n")
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        let log = config + ".log"
+        FileManager.default.createFile(atPath: log, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Binaries.stepd)
+        process.arguments = ["--config", config]
+        process.environment = ProcessInfo.processInfo.environment.merging(["INVOCATION_ID": "", "JOURNAL_STREAM": ""]) { $1 }
+        let output = FileHandle(forWritingAtPath: log)  // one offset for both, so neither overwrites the other
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        return (process, settings["socket"] ?? "", log)
+    }
+
+    private func connect(_ socket: String, process: Process, log: String) throws -> SocketClient {
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if let client = try? SocketClient(path: socket) { return client }
+            if !process.isRunning { break }
+            usleep(20_000)
+        }
+        let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        XCTFail("stepd did not listen on the configured socket \(socket): \(text)")
+        throw XCTSkip("no daemon")
+    }
+
+    private func poll(_ client: SocketClient, timeout: TimeInterval, _ what: String,
+                      _ condition: ([String: Any]) throws -> Bool) throws -> [String: Any] {
+        let deadline = Date().addingTimeInterval(timeout)
+        var status: [String: Any] = [:]
+        while Date() < deadline {
+            status = try client.request(["cmd": "status"])
+            if try condition(status) { return status }
+            usleep(50_000)
+        }
+        XCTFail("timed out after \(timeout) s waiting for \(what); last STATUS: \(status)")
+        throw XCTSkip("timed out")
+    }
+
+    private func stop(_ process: Process) {
+        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        process.waitUntilExit()
+    }
+
+    private func gps(_ status: [String: Any]) -> [String: Any] { status["gps"] as? [String: Any] ?? [:] }
+
+    /// Every key but the sensor's and two GPS ones, which need a daemon of their own (a --device wins over
+    /// --replay; track_max_eph_m and visit_radius_m are shown by contrast).
+    func testAFileWithEveryReplayKeyTakesEffect() throws {
+        try GPSDFake.requireTools()
+        let directory = try TemporaryDirectory()
+        let analysis = try runCommand(Binaries.stepd, ["analyze", "--json", Binaries.bundledRecording])
+        let recording = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(analysis.stdout.utf8)) as? [String: Any])
+        let samples = try XCTUnwrap(recording["samples"] as? Int)
+        let duration = try XCTUnwrap((recording["duration_s"] as? NSNumber)?.doubleValue)
+        let (log, _) = try NMEAWalk.generate(["--jitter-m", "3", "walk:120", "stay:90", "walk:60"], into: directory, name: "stay")
+        let port = GPSDFake.freePort()
+        // gpsd first, so that the daemon's first connection finds it and reads the whole log.
+        let fake = try GPSDFake(log: log, port: port, cycleSeconds: 0.01, directory: directory)
+        defer { fake.stop() }
+        let socket = directory.file("conf.sock")
+        let (process, _, logPath) = try start([
+            "socket": socket, "state_dir": directory.file("state"), "retention_days": "12", "detector": "threshold",
+            "height": "1.90", "replay": Binaries.bundledRecording, "speed": "50", "loop": "true", "max_clients": "3",
+            "max_unsent_kib": "1", "admin_group": "users", "log_level": "debug", "gpsd": "127.0.0.1:\(port)",
+            "visit_min_stay_s": "60",
+        ], directory: directory)
+        defer { stop(process) }
+        let client = try connect(socket, process: process, log: logPath)
+
+        let status = try client.request(["cmd": "status"])
+        XCTAssertEqual(status["detector"] as? String, "threshold", "detector")
+        let store = status["store"] as? [String: Any] ?? [:]
+        XCTAssertEqual(store["retention_days"] as? Int, 12, "retention_days")
+        XCTAssertTrue((store["path"] as? String ?? "").hasPrefix(directory.file("state") + "/"), "state_dir: \(store)")
+        let source = status["source"] as? [String: Any] ?? [:]
+        XCTAssertEqual(source["kind"] as? String, "replay", "replay")
+        XCTAssertTrue((source["description"] as? String ?? "").contains("walk-inhand"), "replay: \(source)")
+        XCTAssertEqual(gps(status)["gpsd"] as? String, "127.0.0.1:\(port)", "gpsd")
+
+        // speed and loop: more samples than the recording holds, sooner than a fifth of its length.
+        _ = try poll(client, timeout: duration / 5, "samples beyond the recording's \(samples) at speed 50, looping") {
+            ($0["samples_in"] as? Int ?? 0) > samples * 3 / 2
+        }
+        let stride = try client.request(["cmd": "steps"])["stride_m"] as? Double ?? 0
+        XCTAssertEqual(stride, 0.414 * 1.90, accuracy: 0.001, "height")
+
+        // max_clients = 3: this client and two more are served, the fourth is refused.
+        let held = try (0..<2).map { _ in try SocketClient(path: socket) }
+        let refused = try SocketClient(path: socket, readVersion: false)
+        XCTAssertTrue((try refused.readObject()["message"] as? String ?? "").contains("too many clients"), "max_clients")
+        held.forEach { $0.close() }
+
+        // max_unsent_kib = 1: a watcher that never reads is dropped.
+        _ = try poll(client, timeout: 5, "the held clients to leave") { ($0["clients"] as? Int ?? 9) <= 1 }
+        let sleeper = try SocketClient(path: socket)
+        try sleeper.sendLine(#"{"cmd":"watch","enable":true,"classes":["MOTION","STEP","PEDOMETER"],"rate_hz":60}"#)
+        _ = try poll(client, timeout: 90, "the unread watcher to be dropped") { ($0["dropped_watchers"] as? Int ?? 0) >= 1 }
+
+        // admin_group = users: a member of group users (gid 100) may reset, nobody else.
+        if getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") {
+            chmod(socket, 0o666)
+            let member = try runCommand("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--groups=100",
+                                                            Binaries.stepctl, "reset", "--socket", socket])
+            XCTAssertEqual(member.status, 0, "admin_group: \(member.stderr)")
+            let stranger = try runCommand("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups",
+                                                              Binaries.stepctl, "reset", "--socket", socket])
+            XCTAssertNotEqual(stranger.status, 0, "admin_group: a non-member reset")
+        }
+
+        // visit_min_stay_s = 60: a 90 s stay (under the 300 s default) makes a visit.
+        _ = try poll(client, timeout: 60, "a visit from a 90 s stay") { _ in
+            !((try client.request(["cmd": "visits"])["visits"] as? [Any]) ?? []).isEmpty
+        }
+
+        // log_level = debug.
+        let text = try String(contentsOfFile: logPath, encoding: .utf8)
+        XCTAssertTrue(text.contains(" debug stepd: source choice: "), "log_level: \(text)")
+    }
+
+    /// device and iio_uri name a sensor that is not there: the daemon reads (waits for) it, not a recording;
+    /// no_gps = true leaves gpsd alone.
+    func testSensorKeysAndNoGPSTakeEffect() throws {
+        let directory = try TemporaryDirectory()
+        let socket = directory.file("sensor.sock")
+        let (process, _, logPath) = try start([
+            "socket": socket, "state_dir": directory.file("state"), "device": "no-such-accel",
+            "iio_uri": "local:", "no_gps": "true",
+        ], directory: directory)
+        defer { stop(process) }
+        let client = try connect(socket, process: process, log: logPath)
+        let status = try client.request(["cmd": "status"])
+        let source = status["source"] as? [String: Any] ?? [:]
+        XCTAssertTrue((source["kind"] as? String ?? "").hasPrefix("iio"), "device/iio_uri: \(source)")
+        XCTAssertTrue("\(source)".contains("no-such-accel"), "device: \(source)")
+        XCTAssertEqual(gps(status)["state"] as? String, "unavailable", "no_gps")
+        XCTAssertTrue((gps(status)["error"] as? String ?? "").lowercased().contains("disabled"), "no_gps: \(gps(status))")
+    }
+
+    /// demo = true: the bundled recording plays as a demo, and the configured state directory stays untouched.
+    func testDemoKeyPlaysTheBundledRecordingWithAThrowawayHistory() throws {
+        let directory = try TemporaryDirectory()
+        let socket = directory.file("demo.sock")
+        let state = directory.file("state")
+        let (process, _, logPath) = try start(["socket": socket, "state_dir": state, "demo": "true", "speed": "20",
+                                               "no_gps": "true"], directory: directory)
+        defer { stop(process) }
+        let client = try connect(socket, process: process, log: logPath)
+        let status = try poll(client, timeout: 30, "demo steps") { _ in
+            (try client.request(["cmd": "steps"])["steps"] as? Int ?? 0) > 0
+        }
+        let source = status["source"] as? [String: Any] ?? [:]
+        XCTAssertEqual(source["demo"] as? Bool, true, "demo: \(source)")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: state + "/stepd.sqlite"), "demo: the configured history was written")
+    }
+
+    /// track_max_eph_m and visit_radius_m, each against the same receiver log: an eph limit under the
+    /// log's error keeps every fix out of the track; a radius under the jitter makes no visit.
+    func testTrackAndVisitLimitsTakeEffect() throws {
+        try GPSDFake.requireTools()
+        let directory = try TemporaryDirectory()
+        // --hdop 0.9 gives eph 17.1 m (gpsd: 19 m × HDOP); the stay jitters by 3 m.
+        let (log, _) = try NMEAWalk.generate(["--hdop", "0.9", "--jitter-m", "3", "walk:120", "stay:90", "walk:60"],
+                                             into: directory, name: "limits")
+        for (name, settings) in [("eph", ["track_max_eph_m": "10"]), ("radius", ["visit_radius_m": "1"])] {
+            let port = GPSDFake.freePort()
+            let socket = directory.file("\(name).sock")
+            let (process, _, logPath) = try start(settings.merging([
+                "socket": socket, "state_dir": directory.file("state-\(name)"), "gpsd": "127.0.0.1:\(port)",
+                "gps_retry_s": "0.1", "visit_min_stay_s": "60", "replay": Binaries.bundledRecording, "loop": "true",
+            ]) { $1 }, directory: directory)
+            defer { stop(process) }
+            let client = try connect(socket, process: process, log: logPath)
+            let fake = try GPSDFake(log: log, port: port, cycleSeconds: 0.002, directory: directory)
+            defer { fake.stop() }
+            // The log has about 220 fixes (1 Hz: 86 s, 90 s, 43 s); wait for most of them.
+            _ = try poll(client, timeout: 60, "the log's fixes") { (self.gps($0)["fixes_accepted"] as? Int ?? 0) >= 200 }
+            let track = try client.request(["cmd": "track"])
+            let visits = try client.request(["cmd": "visits"])["visits"] as? [Any] ?? []
+            if name == "eph" {
+                XCTAssertEqual(track["points"] as? Int, 0, "track_max_eph_m = 10 with eph 17.1 m: \(track)")
+            } else {
+                XCTAssertGreaterThan(track["points"] as? Int ?? 0, 100, "visit_radius_m run: the track itself fills")
+                XCTAssertTrue(visits.isEmpty, "visit_radius_m = 1 with 3 m of jitter: \(visits)")
+            }
+        }
+    }
+
+    /// gps_retry_s = 30 against the default 2 s: both daemons miss a gpsd that is not up yet; once it is,
+    /// the one with the default finds it while the other still waits for its first retry.
+    func testGPSRetryDelayTakesEffect() throws {
+        try GPSDFake.requireTools()
+        let directory = try TemporaryDirectory()
+        let (log, _) = try NMEAWalk.generate(["walk:100"], into: directory, name: "retry")
+        let port = GPSDFake.freePort()
+        var clients: [SocketClient] = []
+        var processes: [Process] = []
+        defer { processes.forEach(stop) }
+        for (name, retry) in [("slow", "30"), ("default", "2")] {
+            let socket = directory.file("\(name).sock")
+            let (process, _, logPath) = try start([
+                "socket": socket, "state_dir": directory.file("state-\(name)"), "gpsd": "127.0.0.1:\(port)",
+                "gps_retry_s": retry, "replay": Binaries.bundledRecording,
+            ], directory: directory)
+            processes.append(process)
+            let client = try connect(socket, process: process, log: logPath)
+            _ = try poll(client, timeout: 10, "the first attempt to fail") { self.gps($0)["state"] as? String == "unavailable" }
+            clients.append(client)
+        }
+        // 0.05 s a sentence: the log lasts long enough for the default retry (2 s, then 4 s) to find it.
+        let fake = try GPSDFake(log: log, port: port, cycleSeconds: 0.05, directory: directory)
+        defer { fake.stop() }
+        _ = try poll(clients[1], timeout: 15, "the default retry to find gpsd") { (self.gps($0)["connections"] as? Int ?? 0) >= 1 }
+        let slow = try clients[0].request(["cmd": "status"])
+        XCTAssertEqual(gps(slow)["connections"] as? Int, 0, "gps_retry_s = 30 retried early: \(gps(slow))")
+    }
+}

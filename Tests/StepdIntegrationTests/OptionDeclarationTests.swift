@@ -1,0 +1,93 @@
+import Foundation
+import XCTest
+
+/// `stepd run`'s flags, as the built binary's ArgumentParser describes them (--experimental-dump-help),
+/// equal the declarations the docs are generated from (docs/configuration.md's table, itself checked
+/// against ConfigOption.all by ConfigFileTests); and the man pages list every subcommand and flag.
+final class OptionDeclarationTests: XCTestCase {
+    struct Argument {
+        var name: String
+        var abstract: String
+        var defaultValue: String?
+    }
+
+    struct Command {
+        var name: String
+        var arguments: [Argument]
+        var subcommands: [Command]
+    }
+
+    private func dump(_ binary: String) throws -> Command {
+        let result = try runCommand(binary, ["--experimental-dump-help"], timeout: 30)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        return try command(XCTUnwrap(object["command"] as? [String: Any]))
+    }
+
+    private func command(_ object: [String: Any]) -> Command {
+        let arguments = (object["arguments"] as? [[String: Any]] ?? []).compactMap { argument -> Argument? in
+            guard argument["shouldDisplay"] as? Bool ?? true,
+                  let long = (argument["names"] as? [[String: Any]])?.first(where: { $0["kind"] as? String == "long" })?["name"] as? String
+            else { return nil }
+            return Argument(name: long, abstract: argument["abstract"] as? String ?? "", defaultValue: argument["defaultValue"] as? String)
+        }
+        let subcommands = (object["subcommands"] as? [[String: Any]] ?? []).filter { $0["shouldDisplay"] as? Bool ?? true }.map(command)
+        return Command(name: object["commandName"] as? String ?? "", arguments: arguments, subcommands: subcommands)
+    }
+
+    /// docs/configuration.md's generated rows: flag → (default, meaning).
+    private func documentedFlags() throws -> [String: (defaultText: String, meaning: String)] {
+        let text = try String(contentsOf: Binaries.repository.appendingPathComponent("docs/configuration.md"), encoding: .utf8)
+        var flags: [String: (String, String)] = [:]
+        for line in text.split(separator: "\n") where line.hasPrefix("| `") {
+            let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard cells.count == 4, cells[1].hasPrefix("`--") else { continue }
+            let flag = String(cells[1].dropFirst(3).prefix { $0 != " " && $0 != "`" })
+            flags[flag] = (cells[2].trimmingCharacters(in: ["`"]), cells[3])
+        }
+        for match in text.matches(of: #/`--([a-z-]+)[^`]*` \((.*?); default `?([^`)]*)`?\)/#) {
+            flags[String(match.1)] = (String(match.3), String(match.2))
+        }
+        return flags
+    }
+
+    func testRunFlagsAreExactlyTheDeclaredOptions() throws {
+        let root = try dump(Binaries.stepd)
+        let run = try XCTUnwrap(root.subcommands.first { $0.name == "run" })
+        let documented = try documentedFlags()
+        let builtIn: Set = ["help", "version"]
+        let flags = run.arguments.filter { !builtIn.contains($0.name) }
+        XCTAssertEqual(Set(flags.map(\.name)), Set(documented.keys),
+                       "stepd run's flags and ConfigOption's declarations differ: declare each option once in ConfigOption.all and read it with @Option(.named(...))")
+        for flag in flags {
+            guard let doc = documented[flag.name] else { continue }
+            let help = flag.abstract.replacingOccurrences(of: #" \(default: [^)]*\)$"#, with: "", options: .regularExpression)
+            XCTAssertTrue(doc.meaning.hasPrefix(help.hasSuffix(".") ? String(help.dropLast()) : help),
+                          "--\(flag.name): help \"\(help)\" is not the declaration's \"\(doc.meaning)\"")
+            let shown = flag.abstract.firstMatch(of: #/\(default: ([^)]*)\)$/#).map { String($0.1) }
+            if let shown, !doc.defaultText.hasPrefix("(") {
+                XCTAssertEqual(shown, doc.defaultText, "--\(flag.name): --help's default differs from the docs'")
+            }
+        }
+    }
+
+    func testManPagesListEverySubcommandAndFlag() throws {
+        for (binary, page) in [(Binaries.stepd, "docs/man/stepd.8"), (Binaries.stepctl, "docs/man/stepctl.1")] {
+            let text = try String(contentsOf: Binaries.repository.appendingPathComponent(page), encoding: .utf8)
+            let root = try dump(binary)
+            for argument in root.arguments {
+                XCTAssertTrue(text.contains("\\-\\-" + argument.name.replacingOccurrences(of: "-", with: "\\-")),
+                              "\(page) lacks --\(argument.name)")
+            }
+            for subcommand in root.subcommands where subcommand.name != "help" {
+                XCTAssertTrue(text.contains(".B \(subcommand.name)") || text.contains(".BR \(subcommand.name) ")
+                              || text.contains(".BI \"\(subcommand.name) ") || text.contains(".B \(root.name) \(subcommand.name)"),
+                              "\(page) lacks the command \(subcommand.name)")
+                for argument in subcommand.arguments {
+                    XCTAssertTrue(text.contains("\\-\\-" + argument.name.replacingOccurrences(of: "-", with: "\\-")),
+                                  "\(page) lacks \(subcommand.name) --\(argument.name)")
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,110 @@
+import Foundation
+import StepAcquisition
+import XCTest
+
+/// RecordingReader against real files: every reason a recording cannot be read is told apart, lines of any
+/// length keep their numbers, impossible values are kept for the pipeline to drop.
+final class RecordingReaderTests: XCTestCase {
+    private func write(_ text: String, _ name: String, in directory: TemporaryDirectory) throws -> String {
+        let path = directory.file(name)
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    private func error(reading path: String) -> RecordingError? {
+        do {
+            _ = try RecordingReader.read(path: path)
+            return nil
+        } catch {
+            return error as? RecordingError
+        }
+    }
+
+    func testEachReasonIsToldApartAndClassedMissingOrBadContent() throws {
+        let directory = try TemporaryDirectory()
+        let plainNamedGzip = try write("hello\n", "hello.csv.gz", in: directory)
+        let corrupt = directory.file("corrupt.csv.gz")
+        try Data([0x1F, 0x8B, 0x08, 0x00, 0x67, 0x61, 0x72, 0x62, 0x61, 0x67, 0x65]).write(to: URL(fileURLWithPath: corrupt))
+        let truncated = directory.file("truncated.csv.gz")
+        let whole = try Data(contentsOf: URL(fileURLWithPath: Binaries.bundledRecording))
+        try whole.prefix(whole.count / 2).write(to: URL(fileURLWithPath: truncated))
+        let headerOnly = try write("t,x,y,z\n\n", "header.csv", in: directory)
+
+        let cases: [(String, RecordingError, Bool)] = [
+            (directory.file("nope.csv"), .missing(path: directory.file("nope.csv")), true),
+            (directory.path, .isDirectory(path: directory.path), true),
+            (plainNamedGzip, .notGzip(path: plainNamedGzip), false),
+            (headerOnly, .noSamples(path: headerOnly, lines: 2), false),
+        ]
+        for (path, expected, missing) in cases {
+            let got = error(reading: path)
+            XCTAssertEqual(got, expected, path)
+            XCTAssertEqual(got?.isMissingInput, missing, path)
+        }
+        guard case .corruptGzip(_, 0, let reason)? = error(reading: corrupt) else {
+            return XCTFail("\(String(describing: error(reading: corrupt)))")
+        }
+        XCTAssertFalse(reason.isEmpty)
+        guard case .corruptGzip(_, let line, "it is cut short")? = error(reading: truncated) else {
+            return XCTFail("\(String(describing: error(reading: truncated)))")
+        }
+        XCTAssertGreaterThan(line, 1000, "the good lines before the cut are read")
+        XCTAssertTrue(error(reading: truncated)!.description.contains("not a valid gzip file"))
+        XCTAssertFalse(error(reading: truncated)!.isMissingInput)
+    }
+
+    func testPermissionDeniedIsToldForAnOrdinaryUser() throws {
+        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else {
+            throw XCTSkip("needs root and setpriv to read as nobody")
+        }
+        let directory = try TemporaryDirectory()
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path)
+        let secret = try write("t,x,y,z\n0,1,2,3\n", "secret.csv", in: directory)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: secret)
+        // A copy of the binary where nobody may run it (the build folder may be closed to others).
+        let binary = directory.file("stepd")
+        try FileManager.default.copyItem(atPath: Binaries.stepd, toPath: binary)
+        let result = try runCommand("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups",
+                                                         binary, "analyze", secret])
+        XCTAssertNotEqual(result.status, 0)
+        XCTAssertTrue(result.stderr.contains("cannot open recording \(secret): permission denied"), result.stderr)
+        XCTAssertFalse(result.stderr.contains("Domain"), result.stderr)
+    }
+
+    func testLongLinesAreNotSplitAndLaterLineNumbersDoNotShift() throws {
+        let directory = try TemporaryDirectory()
+        // A valid row of 6,000 bytes (a number written with many digits), and one of 9,000 that is not a row.
+        let longNumber = "1." + String(repeating: "0", count: 6000)
+        var lines = ["t,x,y,z", "0.00,0,0,9.81", "0.01,0,0,\(longNumber)"]
+        for i in 2..<50 { lines.append(String(format: "%.2f,0,0,9.81", Double(i) / 100)) }
+        let good = try write(lines.joined(separator: "\n") + "\n", "long.csv", in: directory)
+        let samples = try RecordingReader.read(path: good)
+        XCTAssertEqual(samples.count, 50, "the long row is one sample, not two lines")
+        XCTAssertEqual(samples[1].acceleration.z, 1)
+
+        lines.insert(String(repeating: "x", count: 9000), at: 10)   // line 11
+        lines.append("0.99,0,zero,9.81")                              // line 53
+        let badLong = try write(lines.joined(separator: "\n") + "\n", "bad-long.csv", in: directory)
+        XCTAssertEqual(error(reading: badLong).map { if case .badLine(_, let n, _) = $0 { return n } else { return -1 } }, 11)
+        lines.remove(at: 10)
+        let badLater = try write(lines.joined(separator: "\n") + "\n", "bad-later.csv", in: directory)
+        XCTAssertEqual(error(reading: badLater), .badLine(path: badLater, line: 52, text: "0.99,0,zero,9.81"))
+        // Through gzip too, where zlib's reads end anywhere in a line.
+        let gz = directory.file("bad-later.csv.gz")
+        XCTAssertEqual(try runCommand("/bin/sh", ["-c", "gzip -c '\(badLater)' > '\(gz)'"]).status, 0)
+        XCTAssertEqual(error(reading: gz), .badLine(path: gz, line: 52, text: "0.99,0,zero,9.81"))
+    }
+
+    func testImpossibleValuesAreReadForThePipelineToDropAndTheBundledRecordingReadsWhole() throws {
+        let directory = try TemporaryDirectory()
+        let path = try write("t,x,y,z\n0,0,0,9.8\n0.01,1e300,nan,inf\n0.02,0,0,9.8\n", "odd.csv", in: directory)
+        let samples = try RecordingReader.read(path: path)
+        XCTAssertEqual(samples.count, 3)
+        XCTAssertEqual(samples[1].acceleration.x, 1e300)
+        XCTAssertTrue(samples[1].acceleration.y.isNaN)
+
+        let bundled = try RecordingReader.read(path: Binaries.bundledRecording)
+        let lines = try runCommand("/bin/sh", ["-c", "gzip -dc '\(Binaries.bundledRecording)' | wc -l"])
+        XCTAssertEqual(bundled.count, Int(lines.stdout.trimmingCharacters(in: .whitespacesAndNewlines))! - 1)
+    }
+}

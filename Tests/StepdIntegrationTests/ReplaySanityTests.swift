@@ -1,0 +1,102 @@
+import Foundation
+import XCTest
+
+/// A replayed recording with impossible values or a broken clock: nothing traps, nothing freezes, and the
+/// count is the one the good samples give.
+final class ReplaySanityTests: XCTestCase {
+    private func bundledLines() throws -> [String] {
+        let text = try runCommand("/bin/sh", ["-c", "gzip -dc '\(Binaries.bundledRecording)'"]).stdout
+        return text.split(separator: "\n").map(String.init)
+    }
+
+    private func analyze(_ file: String) throws -> Int {
+        let result = try runCommand(Binaries.stepd, ["analyze", "--json", file])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        return try XCTUnwrap(object["steps"] as? Int)
+    }
+
+    /// Replays `file` to its end; returns STEPS, STATUS and the daemon's log.
+    private func replay(_ file: String, speed: Int = 40) throws -> (steps: [String: Any], status: [String: Any], log: String) {
+        let daemon = try Daemon(arguments: ["--replay", file, "--speed", "\(speed)"])
+        try daemon.waitUntil(timeout: 120, "the replay to finish") { status in
+            (status["source"] as? [String: Any])?["state"] as? String == "finished"
+        }
+        let client = try daemon.connect()
+        let steps = try client.request(["cmd": "steps"])
+        let status = try client.request(["cmd": "status"])
+        XCTAssertEqual(daemon.terminate(), 0, "a clean exit: \(daemon.log)")
+        return (steps, status, daemon.log)
+    }
+
+    func testImpossibleSamplesInjectedIntoARealRecordingAreDroppedAndCounted() throws {
+        let directory = try TemporaryDirectory()
+        let clean = try bundledLines()
+        var crafted: [String] = []
+        var injected = 0
+        for (index, line) in clean.enumerated() {
+            crafted.append(line)
+            guard index > 0, index % 1000 == 0, let t = Double(line.split(separator: ",")[0]) else { continue }
+            // Between two real samples, so the good ones are untouched: one 1e300 (which froze counting for the
+            // rest of a recording), one NaN, one 60 g, and a run of 1e308 on every axis.
+            let at = { (k: Int) in String(format: "%.6f", t + 0.0001 * Double(k)) }
+            crafted += ["\(at(1)),1e300,0,9.8", "\(at(2)),nan,0,9.8", "\(at(3)),0,0,\(60 * 9.80665)"]
+            crafted += (4..<24).map { "\(at($0)),1e308,1e308,1e308" }
+            injected += 23
+        }
+        let path = directory.file("crafted.csv")
+        try crafted.joined(separator: "\n").appending("\n").write(toFile: path, atomically: true, encoding: .utf8)
+        let cleanCount = try analyze(Binaries.bundledRecording)
+        XCTAssertGreaterThan(cleanCount, 150)
+        XCTAssertGreaterThan(injected, 200)
+
+        let (steps, status, _) = try replay(path)
+        XCTAssertEqual(steps["steps"] as? Int, cleanCount, "the count equals the clean recording's")
+        XCTAssertEqual(status["class"] as? String, "STATUS")
+        XCTAssertEqual((status["source"] as? [String: Any])?["samples_rejected"] as? Int, injected)
+        XCTAssertEqual(try analyze(path), cleanCount, "stepd analyze drops them alike")
+    }
+
+    func testAllImpossibleSamplesLeaveStatusAStatusWithNothingCounted() throws {
+        let directory = try TemporaryDirectory()
+        let lines = ["t,x,y,z"] + (0..<600).map { String(format: "%.2f,1e308,1e308,1e308", Double($0) / 100) }
+        let path = directory.file("huge.csv")
+        try lines.joined(separator: "\n").appending("\n").write(toFile: path, atomically: true, encoding: .utf8)
+        let (steps, status, _) = try replay(path, speed: 4)
+        XCTAssertEqual(status["class"] as? String, "STATUS", "\(status)")
+        XCTAssertEqual((status["source"] as? [String: Any])?["samples_rejected"] as? Int, 600)
+        XCTAssertNil(status["gravity"])
+        XCTAssertEqual(steps["class"] as? String, "STEPS")
+        XCTAssertEqual(steps["steps"] as? Int, 0)
+    }
+
+    func testATimestampJumpOfAMillionMillenniaIsAGapNotATrap() throws {
+        let directory = try TemporaryDirectory()
+        var lines = try bundledLines()
+        let middle = lines.count / 2
+        for i in middle..<lines.count {
+            var fields = lines[i].split(separator: ",").map(String.init)
+            fields[0] = String(format: "%.3f", Double(fields[0])! + 1e15)
+            lines[i] = fields.joined(separator: ",")
+        }
+        // And one jump back, to a time before the first.
+        lines.insert("-5000,0,0,9.8", at: middle + 100)
+        let path = directory.file("jump.csv")
+        try lines.joined(separator: "\n").appending("\n").write(toFile: path, atomically: true, encoding: .utf8)
+        let offline = try analyze(path)
+        let (steps, _, log) = try replay(path)
+        XCTAssertEqual(steps["steps"] as? Int, offline)
+        XCTAssertGreaterThan(offline, 50)
+        XCTAssertEqual(log.components(separatedBy: "treated as a gap").count - 1, 1, "logged once:\n\(log)")
+    }
+
+    func testCadenceIsZeroAndPaceAbsentOnceAReplayEnds() throws {
+        // The bundled walk ends while walking: the last figures must not stay frozen as if it went on.
+        let (steps, _, _) = try replay(Binaries.bundledRecording)
+        XCTAssertGreaterThan(steps["steps"] as? Int ?? 0, 150)
+        XCTAssertEqual(steps["cadence_spm"] as? Double, 0)
+        XCTAssertEqual(steps["current_cadence_spm"] as? Double, 0)
+        XCTAssertNil(steps["current_pace_s_per_m"], "\(steps)")
+        XCTAssertEqual(steps["activity"] as? String, "stationary")
+    }
+}

@@ -13,6 +13,31 @@ struct Position: ParsableCommand {
     }
 }
 
+/// `--from`/`--to`: the saved history instead of the path kept since the daemon started.
+struct StoredRangeOptions: ParsableArguments {
+    @Option(help: "Read the saved history from this time (ISO-8601) instead of the path kept in memory.")
+    var from: String?
+
+    @Option(help: "The end of the saved range (ISO-8601; default now).")
+    var to: String?
+
+    func validate() throws {
+        for (name, value) in [("--from", from), ("--to", to)] {
+            if let value, Timestamp.date(value) == nil {
+                throw ValidationError("\(name) must be an ISO-8601 time such as 2026-11-22T08:00:00Z, not '\(value)'")
+            }
+        }
+    }
+
+    /// The request fields.
+    var fields: [String: Any] {
+        var fields: [String: Any] = [:]
+        if let from { fields["from"] = from }
+        if let to { fields["to"] = to }
+        return fields
+    }
+}
+
 struct Track: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "The path walked: its length, or the whole path as GPX or GeoJSON (stepctl track --gpx > walk.gpx).")
@@ -24,6 +49,8 @@ struct Track: ParsableCommand {
     @Flag(help: "Print the path as a GeoJSON Feature (LineString, lon,lat).")
     var geojson = false
 
+    @OptionGroup var range: StoredRangeOptions
+
     func validate() throws {
         if gpx && geojson { throw ValidationError("choose one of --gpx and --geojson") }
     }
@@ -31,7 +58,8 @@ struct Track: ParsableCommand {
     func run() throws {
         let format = gpx ? TrackFormat.gpx : .geojson
         let reply = try exitOnError {
-            try options.connect().request(["cmd": "track", "format": format.rawValue], expecting: "TRACK")
+            try options.connect().request(range.fields.merging(["cmd": "track", "format": format.rawValue]) { $1 },
+                                          expecting: "TRACK")
         }
         if options.json { return emit(String(decoding: reply.raw, as: UTF8.self)) }
         let o = reply.object
@@ -48,9 +76,12 @@ struct Track: ParsableCommand {
 struct Visits: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Places where the walker stayed, oldest first.")
     @OptionGroup var options: ConnectionOptions
+    @OptionGroup var range: StoredRangeOptions
 
     func run() throws {
-        let reply = try exitOnError { try options.connect().request(["cmd": "visits"], expecting: "VISITS") }
+        let reply = try exitOnError {
+            try options.connect().request(range.fields.merging(["cmd": "visits"]) { $1 }, expecting: "VISITS")
+        }
         if options.json { return emit(String(decoding: reply.raw, as: UTF8.self)) }
         let visits = reply.object["visits"] as? [[String: Any]] ?? []
         if visits.isEmpty { return emit("no visits yet") }

@@ -12,6 +12,8 @@ final class ServiceRuntime {
     private let logger: Logger
     private let notifier = Notifier.fromEnvironment()
     private var watchdog: Watchdog?
+    /// Held for the life of the process: one daemon per state directory.
+    private var lock: StateDirectoryLock?
 
     init(options: ServiceOptions, engine: Engine, logger: Logger) {
         self.engine = engine
@@ -21,13 +23,29 @@ final class ServiceRuntime {
         store = StepStore(configuration: configuration)
     }
 
-    /// Opens the store, continues the saved count, and has every step, floor and reset recorded from now on.
+    /// Opens the store, continues the saved count, path and visits, and has every step, floor, reset, track
+    /// point and visit recorded from now on.
     func openStore() {
+        lockStateDirectory()
         let fresh = StepStore.Counter(steps: 0, since: engine.snapshot.since)
+        // A store away at start comes back with the count it saved: STEPS goes on from the sum.
+        store.onSavedCounter = { [store, engine] saved in
+            engine.add(savedSteps: saved.steps, since: saved.since) { steps, since in
+                store.recordCounter(StepStore.Counter(steps: steps, since: since))
+            }
+        }
+        store.onReopened = { [weak self] in self?.relockIfLost() }
         let counter = store.open(fresh: fresh)
         if counter != fresh {
             engine.restore(steps: counter.steps, since: counter.since)
             logger.notice("continuing from \(counter.steps) steps since \(Timestamp.string(counter.since))")
+        }
+        restoreLocation()
+        engine.onLocationRecord { [store] record in
+            switch record {
+            case .trackPoint(let point): store.record(StoredTrackPoint(point))
+            case .visit(let visit): store.record(StoredVisit(visit))
+            }
         }
         // Floors come as running totals in PEDOMETER snapshots; the store wants what each minute added.
         let floorsRecorded = NIOLockedValueBox(0)
@@ -54,6 +72,52 @@ final class ServiceRuntime {
             store.recordReset(since: since)
         }
         store.startCommitting()
+    }
+
+    /// Exits 75 when another daemon holds the state directory: two would each think they own the counter.
+    private func lockStateDirectory() {
+        let directory = store.configuration.directory
+        do {
+            lock = try StateDirectoryLock.acquire(directory: directory)
+            if lock == nil {
+                logger.warning("cannot create \(directory)/\(StateDirectoryLock.fileName): running without the one-daemon lock")
+            }
+        } catch let failure as StateDirectoryLock.Failure {
+            FileHandle.standardError.write(Data("stepd: \(failure)\n".utf8))
+            if case .held = failure { exit(ExitStatus.tempFail.rawValue) }
+            exit(ExitStatus.cantCreate.rawValue)
+        } catch {
+            FileHandle.standardError.write(Data("stepd: cannot lock \(directory): \(error)\n".utf8))
+            exit(ExitStatus.cantCreate.rawValue)
+        }
+    }
+
+    /// After the store recovers from a fault: a state directory removed and created again took the lock file
+    /// with it, so the lock is taken again on the new one. Runs on the store's queue.
+    private func relockIfLost() {
+        if let lock, lock.isCurrent { return }
+        do {
+            lock = try StateDirectoryLock.acquire(directory: store.configuration.directory)
+        } catch {
+            logger.error("\(error) (it was started while the state directory was gone)")
+        }
+    }
+
+    /// The path (its last day at 1 Hz) and the visits saved by earlier runs. A stay that was still going on
+    /// when the daemon stopped ends at the last point saved within it: this run cannot know it went on.
+    private func restoreLocation() {
+        let limits = engine.configuration.location
+        guard let stored = try? store.latestTrackPoints(limit: limits.track.maximumPoints),
+              var visits = try? store.latestVisits(limit: limits.visits.maximumVisits) else { return }
+        if let open = visits.indices.last, visits[open].departure == nil {
+            let last = stored.last { $0.time >= visits[open].arrival }?.time ?? visits[open].arrival
+            visits[open].departure = last
+            store.record(visits[open])
+        }
+        engine.restoreLocation(points: stored.map(\.fix), visits: visits.map(\.visit))
+        if !stored.isEmpty || !visits.isEmpty {
+            logger.info("continuing the track from \(stored.count) saved points and \(visits.count) visits")
+        }
     }
 
     /// The socket systemd passed (socket activation), else nil: then the caller binds its own.

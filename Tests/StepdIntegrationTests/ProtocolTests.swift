@@ -218,7 +218,9 @@ final class DaemonLifecycleTests: XCTestCase {
     func testASecondDaemonOnTheSameSocketIsRefused() throws {
         let dir = try TemporaryDirectory()
         let first = try Daemon(arguments: ["--replay", Binaries.bundledRecording], directory: dir)
-        let second = try Daemon(arguments: ["--replay", Binaries.bundledRecording], directory: dir, waitForSocket: false)
+        // Its own state directory: one shared with the first is refused before the socket (StoreFaultTests).
+        let second = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--state-dir", dir.file("state2")],
+                                directory: dir, waitForSocket: false)
         second.process.waitUntilExit()
         XCTAssertNotEqual(second.process.terminationStatus, 0)
         XCTAssert(second.log.contains("already listening"), second.log)

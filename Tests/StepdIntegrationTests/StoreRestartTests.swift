@@ -119,12 +119,19 @@ final class StoreRestartTests: XCTestCase {
         let client = try daemon.connect()
         // Between two STEPS the count may move; history read in between must lie within them.
         let before = try XCTUnwrap(client.request(["cmd": "steps"])["steps"] as? Int)
-        let history = try client.request(["cmd": "history", "bin": "day", "from": "2000-01-01T00:00:00Z"])
+        // Nine years back: within the ten years one request of day bins may cover.
+        let nineYearsAgo = Timestamp.string(Date().addingTimeInterval(-9 * 365 * 86_400))
+        let history = try client.request(["cmd": "history", "bin": "day", "from": nineYearsAgo])
         let after = try XCTUnwrap(client.request(["cmd": "steps"])["steps"] as? Int)
         let total = try XCTUnwrap(history["steps"] as? Int, "\(history)")
         XCTAssertTrue(before <= total && total <= after, "history \(total) outside STEPS \(before)...\(after)")
         let tooLong = try client.request(["cmd": "history", "bin": "minute", "from": "2000-01-01T00:00:00Z"])
         XCTAssertEqual(tooLong["message"] as? String, "minute bins cover at most 7 days per request; ask for hour or day bins")
+        let century = try client.request(["cmd": "history", "bin": "day", "from": "0001-01-01T00:00:00Z", "to": "9999-12-31T00:00:00Z"])
+        XCTAssertEqual(century["message"] as? String, "day bins cover at most 3660 days per request; ask in several requests")
+        let backwards = try client.request(["cmd": "history", "from": "2026-11-23T10:00:00Z", "to": "2026-11-23T09:00:00Z"])
+        XCTAssertEqual(backwards["message"] as? String,
+                       "\"from\" (2026-11-23T10:00:00.000Z) must be before \"to\" (2026-11-23T09:00:00.000Z)")
         let error = try client.request(["cmd": "history", "bin": "week"])
         XCTAssertEqual(error["class"] as? String, "ERROR")
         XCTAssertEqual(error["message"] as? String, "field \"bin\" must be one of \"minute\", \"hour\", \"day\"")

@@ -4,7 +4,10 @@ import Foundation
 public enum TrackExport {
     /// A GeoJSON Feature: a LineString of [lon, lat] positions (RFC 7946 §3.1.4 wants two or more), a
     /// Point for a single fix, no geometry for none. Times go in `properties.times`, one per position.
-    public static func geoJSON(points: [TrackPoint], distanceMeters: Double) -> String {
+    /// `time` formats each point's time (the daemon passes its arithmetic formatter: a Foundation formatter per
+    /// point made a day's track take seconds).
+    public static func geoJSON(points: [TrackPoint], distanceMeters: Double,
+                               time isoTime: (Date) -> String = TrackExport.isoTime) -> String {
         let positions = points.map { "[\(decimal($0.coordinate.longitudeDegrees, 7)),\(decimal($0.coordinate.latitudeDegrees, 7))]" }
         let geometry: String
         switch positions.count {
@@ -19,7 +22,8 @@ public enum TrackExport {
 
     /// A GPX 1.1 document with one track and one segment; trkpt children in the schema's order
     /// (ele, time, fix, sat, hdop is not known here so it is left out).
-    public static func gpx(points: [TrackPoint], distanceMeters: Double, creator: String = "stepd") -> String {
+    public static func gpx(points: [TrackPoint], distanceMeters: Double, creator: String = "stepd",
+                           time isoTime: (Date) -> String = TrackExport.isoTime) -> String {
         var lines = [
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>",
             "<gpx version=\"1.1\" creator=\"\(escape(creator))\" xmlns=\"http://www.topografix.com/GPX/1/1\" "
@@ -54,7 +58,7 @@ public enum TrackExport {
     }
 
     /// ISO-8601 UTC with milliseconds, as gpsd's TPV time.
-    static func isoTime(_ date: Date) -> String {
+    public static func isoTime(_ date: Date) -> String {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         return formatter.string(from: date)

@@ -8,6 +8,14 @@ public struct Visit: Sendable, Equatable {
     /// How far the stay's fixes typically lie from its centre (m): three times their median distance.
     public var radiusMeters: Double
     public var fixCount: Int
+
+    public init(arrival: Date, departure: Date?, center: Coordinate, radiusMeters: Double, fixCount: Int) {
+        self.arrival = arrival
+        self.departure = departure
+        self.center = center
+        self.radiusMeters = radiusMeters
+        self.fixCount = fixCount
+    }
 }
 
 /// Finds stay points: fixes that remain within `radiusMeters` of their running centre for at least

@@ -209,6 +209,19 @@ public final class Engine: HardwareStepSink, @unchecked Sendable {
         }
     }
 
+    /// Adds a count saved by an earlier run that the store could read only after counting had begun without
+    /// it (a store away at start): STEPS goes on from the sum, never from 0 nor from the saved count alone.
+    /// `completion` gets the new count on the processing queue, so it reaches the store in order with the steps.
+    public func add(savedSteps: Int, since savedSince: Date, completion: @escaping @Sendable (Int, Date) -> Void) {
+        queue.async { [self] in
+            steps += savedSteps
+            restoredSteps += savedSteps
+            since = min(since, savedSince)
+            publish()
+            completion(steps, since)
+        }
+    }
+
     /// Registers a listener for resets (the new `since`); called on the processing queue, before the reply.
     public func onReset(_ handler: @escaping @Sendable (Date) -> Void) {
         resetHandlers.withLockedValue { $0.append(handler) }

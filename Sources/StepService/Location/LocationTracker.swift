@@ -56,6 +56,10 @@ struct LocationTracker {
     private var connections = 0
     /// False until the source first reports, so that a gpsd missing from the start is logged once too.
     private(set) var heardFromSource = false
+    /// Stays saved by earlier runs (the detector knows only this run's), oldest first.
+    private(set) var restoredVisits: [Visit] = []
+    /// Told of every point added to the path and every visit that begins or ends: the store.
+    var recorder: (@Sendable (LocationRecord) -> Void)?
 
     init(configuration: LocationConfiguration) {
         self.configuration = configuration
@@ -63,6 +67,19 @@ struct LocationTracker {
         visits = VisitDetector(configuration: configuration.visits)
         stretch = StrideStretch(configuration: configuration.strideStretch)
         if !configuration.enabled { lastError = "GPS disabled (--no-gps)" }
+    }
+
+    /// Every visit kept, this run's after those restored.
+    var allVisits: [Visit] {
+        let all = restoredVisits + visits.visits
+        return Array(all.suffix(visits.configuration.maximumVisits))
+    }
+
+    /// Continues the path and the visits saved by an earlier run: the points are built into the path again
+    /// (so its length follows the same rules), the visits listed before this run's.
+    mutating func restore(points: [Fix], visits restored: [Visit]) {
+        for fix in points { track.add(fix) }
+        restoredVisits = restored
     }
 
     /// The stretch completed by the last fix, once.
@@ -100,13 +117,18 @@ struct LocationTracker {
             accepted += 1
             acceptedSinceConnecting = true
             current = fix
-            // Visits use the same fixes as the track: a stay is not judged from 100 m-wide guesses.
+            // Visits use the same fixes as the track: a stay is not judged from 100 m-wide guesses. A fix no
+            // later than the path's end (one restored from the store, gpsd's cached fix) is not a new point.
+            if let end = track.points.last?.time, let time = fix.time, time <= end { return [.position(fix)] }
             guard track.add(fix) else { return [.position(fix)] }
+            if let point = track.points.last { recorder?(.trackPoint(point)) }
             completedStretch = stretch.add(fixTime: fix.time!, ephMeters: fix.ephMeters,
                                            trackDistanceMeters: track.distanceMeters, steps: steps)
             return visits.add(fix).map { event -> LocationEvent in
                 switch event {
-                case .began(let v), .ended(let v): return .visit(v)
+                case .began(let v), .ended(let v):
+                    recorder?(.visit(v))
+                    return .visit(v)
                 }
             } + [.position(fix)]
         case .refines:

@@ -58,7 +58,7 @@ struct PendingWrites {
     static let maximumTrackPoints = 86_400
 
     private(set) var minutes: [Int64: MinuteDelta] = [:]
-    private(set) var counter: (steps: Int, since: Date)?
+    fileprivate(set) var counter: (steps: Int, since: Date)?
     private(set) var trackPoints: [StoredTrackPoint] = []
     private(set) var visits: [Date: StoredVisit] = [:]
     private(set) var droppedTrackPoints = 0
@@ -94,5 +94,21 @@ struct PendingWrites {
 
     mutating func add(_ visit: StoredVisit) {
         visits[visit.arrival] = visit
+    }
+}
+
+extension PendingWrites {
+    /// The batch without the counter: what may be written while the store does not yet know how this run's
+    /// count relates to the one saved (a store that could not be opened at start).
+    var withoutCounter: PendingWrites {
+        var copy = self
+        copy.counter = nil
+        return copy
+    }
+
+    var summary: String {
+        "\(minutes.values.reduce(0) { $0 + $1.steps }) steps over \(minutes.count) minutes, \(trackPoints.count) track points, "
+            + "\(visits.count) visits"
+            + (counter.map { ", counter \($0.steps)" } ?? "")
     }
 }

@@ -19,8 +19,9 @@ public final class StepStore: @unchecked Sendable {
         public var retentionDays = 400
         /// At most this much counting is lost to `kill -9` or a power cut of the process.
         public var commitIntervalSeconds = 0.5
-        /// How often a store that could not be opened tries again.
-        public var reopenIntervalSeconds = 30.0
+        /// How often a store that could not be opened, or lost its file, tries again: opening costs a few
+        /// system calls, and a card remounted read-write should be used again within seconds.
+        public var reopenIntervalSeconds = 5.0
         public var path: String { (directory as NSString).appendingPathComponent(fileName) }
 
         public init(directory: String) { self.directory = directory }
@@ -38,13 +39,33 @@ public final class StepStore: @unchecked Sendable {
 
     public let configuration: Configuration
     private let logger: Logger
-    private let queue = DispatchQueue(label: "stepd.store", qos: .utility)
+    let queue = DispatchQueue(label: "stepd.store", qos: .utility)
+    /// History, track and visit reads: beside the commits (a WAL reader sees the last committed state and
+    /// never holds a commit back), two at a time (the boards have two to four cores; more requests wait here
+    /// rather than each holding a thread).
+    let readers: OperationQueue = {
+        let readers = OperationQueue()
+        readers.name = "stepd.store.read"
+        readers.maxConcurrentOperationCount = 2
+        readers.qualityOfService = .utility
+        return readers
+    }()
+    /// Set when the daemon stops: reads in flight give up (see `close`).
+    let stopping = NIOLockedValueBox(false)
 
-    // Owned by `queue`.
-    private var database: DatabaseQueue?
+    // Owned by `queue`; `interruptible` is the same pool for `close()` to interrupt from its own thread.
+    private(set) var database: DatabasePool? {
+        didSet { interruptible.withLockedValue { $0 = database } }
+    }
+    private let interruptible = NIOLockedValueBox<DatabasePool?>(nil)
+    private var identity: StoreFileIdentity?
+    /// Whether `current` is known to continue the database's counter: read from it, written to it, or set by
+    /// a reset. False when counting began while the store could not be opened: the saved count is then
+    /// unknown, so this run's steps are added to it on recovery (`onSavedCounter`) rather than written over it.
+    private var anchored = true
     private var pending = PendingWrites()
     private var current: Counter
-    private var failure: StoreError?
+    private(set) var failure: StoreError?
     private var timer: DispatchSourceTimer?
     /// Whether the timer ticks at the commit interval (work pending) or slowly (only pruning and reopening).
     private var ticking = false
@@ -57,12 +78,20 @@ public final class StepStore: @unchecked Sendable {
 
     private let published: NIOLockedValueBox<StoreStatus>
 
+    /// Called on the store's queue when the database becomes available after counting began without it, with
+    /// the count it had saved. The owner adds that count to the one in memory and hands the sum back through
+    /// `recordCounter`, in order with the steps.
+    public var onSavedCounter: (@Sendable (Counter) -> Void)?
+    /// Called on the store's queue when a database is opened again after a fault (the directory may be new).
+    public var onReopened: (@Sendable () -> Void)?
+
     /// Steps and resets handed over from the processing queue, applied on `queue` in one go: a batch of
     /// samples yields several steps within microseconds, and one hop for all of them keeps the board asleep
     /// longer. Resets travel in the same list so that a step recorded after a reset is applied after it.
     private enum Entry {
         case step(count: Int, time: Date, distanceMeters: Double)
         case reset(since: Date)
+        case counter(Counter)
     }
     private struct Inbox {
         var entries: [Entry] = []
@@ -95,11 +124,21 @@ public final class StepStore: @unchecked Sendable {
     public func open(fresh: Counter) -> Counter {
         queue.sync {
             current = fresh
-            if openDatabase(), let saved = readCounter() {
+            if openDatabase() {
+                if let saved = readCounter() {
+                    current = saved
+                } else if database != nil {
+                    pending.setCounter(steps: fresh.steps, since: fresh.since)
+                    commit()
+                }
+                anchored = database != nil
+            } else if let saved = readOnlyCounter() {
+                // Readable but not writable (a card mounted read-only): the count goes on from the saved one.
                 current = saved
+                anchored = true
             } else {
-                pending.setCounter(steps: fresh.steps, since: fresh.since)
-                commit()
+                // Counting starts from `fresh`; the saved count, once readable, is added to it.
+                anchored = false
             }
             prune(now: Date())
             return current
@@ -121,13 +160,17 @@ public final class StepStore: @unchecked Sendable {
     /// committed, or nil when the final commit failed.
     @discardableResult
     public func close() -> Counter? {
-        queue.sync {
+        // Reads in flight stop at their next statement or row (SQLite's interrupt), so a stop never waits for
+        // a client's long request; commits are on this queue and are not interrupted.
+        stopping.withLockedValue { $0 = true }
+        interruptible.withLockedValue { $0 }?.interrupt()
+        return queue.sync {
             timer?.cancel()
             timer = nil
             commit()
-            let saved = failure == nil && database != nil ? current : nil
+            let saved = failure == nil && database != nil && anchored ? current : nil
             if let database {
-                do { try database.close() } catch { logger.warning("closing \(configuration.path): \(error)") }
+                do { try database.close() } catch { logger.debug("closing \(configuration.path): \(error)") }
             }
             database = nil
             closed = true
@@ -200,8 +243,14 @@ public final class StepStore: @unchecked Sendable {
                 pending.addStep(count: count, since: current.since, at: Self.binTime(of: time, since: current.since),
                                 distanceMeters: distanceMeters)
             case let .reset(since):
+                // A reset is the user's word on the count, whatever a store that was away had saved.
                 current = Counter(steps: 0, since: since)
                 pending.setCounter(steps: 0, since: since)
+                anchored = true
+            case let .counter(counter):
+                current = counter
+                pending.setCounter(steps: counter.steps, since: counter.since)
+                anchored = true
             }
         }
     }
@@ -231,6 +280,11 @@ public final class StepStore: @unchecked Sendable {
         post(.reset(since: since), now: true)
     }
 
+    /// The count after the engine took over a saved one (see `onSavedCounter`), in order with the steps.
+    public func recordCounter(_ counter: Counter) {
+        post(.counter(counter), now: true)
+    }
+
     public func record(_ point: StoredTrackPoint) {
         queue.async { [self] in if !closed { pending.add(point); wake() } }
     }
@@ -239,75 +293,59 @@ public final class StepStore: @unchecked Sendable {
         queue.async { [self] in if !closed { pending.add(visit); wake() } }
     }
 
-    // MARK: History
-
-    /// The bins over [from, to), after committing what is pending so that history agrees with STEPS.
-    public func history(from: Date, to: Date, size: HistoryBinSize, calendar: Calendar = .current,
-                        completion: @escaping @Sendable (Result<[HistoryBin], StoreError>) -> Void) {
-        queue.async { [self] in completion(Result { try readHistory(from: from, to: to, size: size, calendar: calendar) }
-            .mapError { $0 as? StoreError ?? .cannotRead(path: configuration.path, reason: "\($0)") }) }
-    }
-
-    /// The same, waiting for the answer.
-    public func history(from: Date, to: Date, size: HistoryBinSize, calendar: Calendar = .current) throws -> [HistoryBin] {
-        try queue.sync { try readHistory(from: from, to: to, size: size, calendar: calendar) }
-    }
-
-    /// The saved track points in [from, to), oldest first.
-    public func trackPoints(from: Date, to: Date) throws -> [StoredTrackPoint] {
-        try queue.sync {
-            commit()
-            guard let database else { throw StoreError.unavailable(reason: failure?.description ?? "the store is closed") }
-            return try wrapRead {
-                try database.read { db in
-                    try Row.fetchAll(db, sql: """
-                        SELECT time, latitude_deg, longitude_deg, altitude_msl_m, eph_m, mode, satellites_used
-                        FROM track_point WHERE time >= ? AND time < ? ORDER BY time
-                        """, arguments: [from.timeIntervalSince1970, to.timeIntervalSince1970]).map { row in
-                        StoredTrackPoint(time: Date(timeIntervalSince1970: row[0]), latitudeDegrees: row[1],
-                                         longitudeDegrees: row[2], altitudeMSLMeters: row[3], ephMeters: row[4],
-                                         mode: row[5], satellitesUsed: row[6])
-                    }
-                }
-            }
-        }
-    }
-
-    /// The saved stays that overlap [from, to), oldest first.
-    public func visits(from: Date, to: Date) throws -> [StoredVisit] {
-        try queue.sync {
-            commit()
-            guard let database else { throw StoreError.unavailable(reason: failure?.description ?? "the store is closed") }
-            return try wrapRead {
-                try database.read { db in
-                    try Row.fetchAll(db, sql: """
-                        SELECT arrival, departure, latitude_deg, longitude_deg, radius_m, fix_count FROM visit
-                        WHERE arrival < ? AND coalesce(departure, arrival) >= ? ORDER BY arrival
-                        """, arguments: [to.timeIntervalSince1970, from.timeIntervalSince1970]).map { row in
-                        StoredVisit(arrival: Date(timeIntervalSince1970: row[0]),
-                                    departure: (row[1] as Double?).map(Date.init(timeIntervalSince1970:)),
-                                    latitudeDegrees: row[2], longitudeDegrees: row[3], radiusMeters: row[4],
-                                    fixCount: row[5])
-                    }
-                }
-            }
-        }
-    }
-
     // MARK: On the queue
 
     private func tick() {
         drainInbox()
         let now = Date()
         if database == nil, !closed, now.timeIntervalSince(lastOpenAttempt) >= configuration.reopenIntervalSeconds {
-            if openDatabase() {
-                // This run's count is what STEPS has shown; it replaces whatever the file held.
-                pending.setCounter(steps: current.steps, since: current.since)
-            }
+            reopen()
         }
         if !pending.isEmpty { commit() }
         if now.timeIntervalSince(lastPrune) >= 3600 { prune(now: now) }
+        if database != nil { checkFile() }
         if pending.isEmpty && database != nil { schedule(fast: false) }
+    }
+
+    /// The database is back (or new): this run's steps join what it saved, never replace it.
+    private func reopen() {
+        guard openDatabase() else { return }
+        onReopened?()
+        if anchored {
+            // This run's count continued the saved one (the file was lost, not the count): it is the count.
+            pending.setCounter(steps: current.steps, since: current.since)
+        } else if let saved = readCounter() {
+            logger.notice("store: adding the \(saved.steps) steps saved since \(saved.since) to the \(current.steps) counted meanwhile")
+            if let onSavedCounter {
+                onSavedCounter(saved)
+            } else {
+                current = Counter(steps: saved.steps + current.steps, since: saved.since)
+                anchored = true
+                pending.setCounter(steps: current.steps, since: current.since)
+            }
+        } else if database != nil {
+            anchored = true
+            pending.setCounter(steps: current.steps, since: current.since)
+        }
+    }
+
+    /// Gives up a database whose file is no longer the one at the path; the batch stays pending for the
+    /// file that takes its place.
+    private func checkFile() {
+        guard let database, let identity else { return }
+        let problem: StoreFileProblem
+        switch StoreFileIdentity.of(path: configuration.path) {
+        case .success(let now) where now == identity: return
+        case .success: problem = .replaced
+        case .failure(let why): problem = why
+        }
+        self.database = nil
+        self.identity = nil
+        try? database.close()
+        // Held for a reopen interval, so that the state is seen and a directory being replaced can settle.
+        lastOpenAttempt = Date()
+        setFailure(.lost(path: configuration.path, reason: problem.reason))
+        schedule(fast: true)
     }
 
     /// Ticks at the commit interval while there is something to write or a store to reopen, else slowly.
@@ -339,12 +377,22 @@ public final class StepStore: @unchecked Sendable {
 
     private func openDatabase() -> Bool {
         lastOpenAttempt = Date()
+        if let damage = WriteAheadLog.damage(at: configuration.path + "-wal") {
+            setFailure(.damagedLog(path: configuration.path + "-wal", reason: damage))
+            return false
+        }
         let directory = configuration.directory
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: 0o750])
         } catch {
             setFailure(.cannotCreateDirectory(path: directory, reason: Self.reason(error)))
+            return false
+        }
+        // SQLite opens a read-only file without complaint and fails only at the first write; a connection
+        // opened then stays read-only after a remount, so it is not opened until the place is writable.
+        for place in [directory, configuration.path] where access(place, W_OK) != 0 && errno != ENOENT {
+            setFailure(.cannotWrite(path: configuration.path, reason: "\(place): \(String(cString: strerror(errno)))"))
             return false
         }
         var config = GRDB.Configuration()
@@ -360,9 +408,15 @@ public final class StepStore: @unchecked Sendable {
             try db.execute(sql: "PRAGMA page_size = 1024")
         }
         do {
-            let db = try DatabaseQueue(path: configuration.path, configuration: config)
+            let db = try DatabasePool(path: configuration.path, configuration: config)
             try StoreSchema.migrator.migrate(db)
+            guard case .success(let opened) = StoreFileIdentity.of(path: configuration.path) else {
+                try? db.close()
+                setFailure(.cannotOpen(path: configuration.path, reason: "the file vanished as it was opened"))
+                return false
+            }
             database = db
+            identity = opened
             if failure != nil { logger.notice("store \(configuration.path) is available again") }
             failure = nil
             publish()
@@ -373,7 +427,22 @@ public final class StepStore: @unchecked Sendable {
         }
     }
 
-    private func readCounter() -> Counter? {
+    /// The saved counter of a file that cannot be opened for writing, or nil.
+    private func readOnlyCounter() -> Counter? {
+        guard FileManager.default.fileExists(atPath: configuration.path),
+              WriteAheadLog.damage(at: configuration.path + "-wal") == nil else { return nil }
+        var config = GRDB.Configuration()
+        config.readonly = true
+        guard let db = try? DatabaseQueue(path: configuration.path, configuration: config) else { return nil }
+        defer { try? db.close() }
+        return try? db.read { db in
+            try Row.fetchOne(db, sql: "SELECT steps, since FROM counter WHERE id = 1").map {
+                Counter(steps: $0[0], since: Date(timeIntervalSince1970: $0[1]))
+            }
+        }
+    }
+
+    func readCounter() -> Counter? {
         guard let database else { return nil }
         do {
             return try database.read { db in
@@ -387,20 +456,37 @@ public final class StepStore: @unchecked Sendable {
         }
     }
 
+    /// Commits what is pending before a read, so that history agrees with STEPS; on the queue.
+    func flushForReading() { commit() }
+
     private func commit() {
         drainInbox()
-        guard !pending.isEmpty, let database else { return }
-        let batch = pending
+        guard !pending.isEmpty, database != nil else { return }
+        checkFile()
+        guard let database else { return }
+        let batch = anchored ? pending : pending.withoutCounter
         do {
-            try database.write { db in try Self.write(batch, into: db) }
+            do {
+                try database.write { db in try Self.write(batch, into: db) }
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_INTERRUPT {
+                // close() interrupts the whole pool to stop the readers; a commit caught in it runs again.
+                try database.write { db in try Self.write(batch, into: db) }
+            }
             pending = PendingWrites()
             lastCommit = Date()
-            logger.debug("store: committed \(batch.minutes.values.reduce(0) { $0 + $1.steps }) steps over \(batch.minutes.count) minutes, \(batch.trackPoints.count) track points, \(batch.visits.count) visits")
+            logger.debug("store: committed \(batch.summary)")
             if failure != nil { logger.notice("store \(configuration.path) is writable again") }
             failure = nil
             publish()
         } catch {
             setFailure(.cannotWrite(path: configuration.path, reason: Self.reason(error)))
+            // Reopened on the timer: a connection that met a read-only file or a full disk may keep failing
+            // after the cause is gone. The batch stays pending.
+            self.database = nil
+            identity = nil
+            try? database.close()
+            lastOpenAttempt = Date()
+            schedule(fast: true)
         }
     }
 
@@ -452,59 +538,9 @@ public final class StepStore: @unchecked Sendable {
                                arguments: [cutoff.timeIntervalSince1970])
                 return count + db.changesCount
             }
-            if removed > 0 { logger.info("pruned \(removed) rows older than \(configuration.retentionDays) days") }
+            if removed > 0 { logger.debug("store: pruned \(removed) rows older than \(configuration.retentionDays) days") }
         } catch {
             setFailure(.cannotWrite(path: configuration.path, reason: Self.reason(error)))
-        }
-    }
-
-    private func readHistory(from: Date, to: Date, size: HistoryBinSize, calendar: Calendar) throws -> [HistoryBin] {
-        try HistoryBinning.validate(from: from, to: to, size: size)
-        commit()
-        guard let database else {
-            throw StoreError.unavailable(reason: failure?.description ?? "the store is closed")
-        }
-        let range = HistoryBinning.minuteRange(from: from, to: to)
-        if size == .minute {
-            return try wrapRead {
-                try database.read { db in
-                    try Row.fetchAll(db, sql: """
-                        SELECT minute, steps, distance_m, floors FROM minute_bin
-                        WHERE minute >= ? AND minute < ? ORDER BY minute
-                        """, arguments: [range.lowerBound, range.upperBound]).map { row in
-                        let start = Date(timeIntervalSince1970: Double((row[0] as Int64) * 60))
-                        return HistoryBin(start: start, end: start.addingTimeInterval(60), steps: row[1],
-                                          distanceMeters: row[2], floors: row[3])
-                    }
-                }
-            }
-        }
-        // One indexed range sum per local hour or day: far cheaper than grouping every minute row, and exact
-        // across clock changes because the calendar draws the boundaries.
-        let intervals = HistoryBinning.intervals(from: from, to: to, size: size, calendar: calendar)
-        return try wrapRead {
-            try database.read { db in
-                let sum = try db.cachedStatement(sql: """
-                    SELECT COUNT(*), SUM(steps), SUM(distance_m), SUM(floors) FROM minute_bin
-                    WHERE minute >= ? AND minute < ?
-                    """)
-                var bins: [HistoryBin] = []
-                for interval in intervals {
-                    let lower = max(range.lowerBound, HistoryBinning.minute(interval.start))
-                    let upper = min(range.upperBound, HistoryBinning.minute(interval.end))
-                    guard lower < upper, let row = try Row.fetchOne(sum, arguments: [lower, upper]),
-                          (row[0] as Int) > 0 else { continue }
-                    bins.append(HistoryBin(start: interval.start, end: interval.end, steps: row[1],
-                                           distanceMeters: row[2], floors: row[3]))
-                }
-                return bins
-            }
-        }
-    }
-
-    private func wrapRead<T>(_ body: () throws -> T) throws -> T {
-        do { return try body() } catch let error as StoreError { throw error } catch {
-            throw StoreError.cannotRead(path: configuration.path, reason: Self.reason(error))
         }
     }
 
@@ -523,6 +559,7 @@ public final class StepStore: @unchecked Sendable {
 
     /// SQLite's own words ("file is not a database"), not GRDB's whole dump with the SQL.
     static func reason(_ error: Error) -> String {
+        if let problem = error as? StoreFileProblem { return problem.reason }
         if let db = error as? DatabaseError { return db.message ?? "\(db.resultCode)" }
         return (error as NSError).localizedDescription
     }

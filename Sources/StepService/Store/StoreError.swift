@@ -1,4 +1,5 @@
 import Foundation
+import StepProtocol
 
 /// Why the store cannot keep history. None of these stops the daemon: counting goes on in memory and
 /// STATUS shows the sentence.
@@ -8,6 +9,9 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
     case cannotWrite(path: String, reason: String)
     case cannotRead(path: String, reason: String)
     case unavailable(reason: String)
+    case lost(path: String, reason: String)
+    case damagedLog(path: String, reason: String)
+    case tooManyRows(what: String, limit: Int)
     case rangeTooLong(bin: HistoryBinSize, maximumDays: Int)
     case emptyRange(from: Date, to: Date)
 
@@ -23,10 +27,18 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
             return "cannot read the step database \(path): \(reason)"
         case .unavailable(let reason):
             return "history is unavailable: \(reason)"
+        case .lost(let path, let reason):
+            return "lost the step database \(path): \(reason); counting goes on in memory and is saved when a database can be opened there again"
+        case .damagedLog(let path, let reason):
+            return "the write-ahead log \(path) is damaged (\(reason)); it is left as it is and counting goes on in memory (see docs/service.md, store faults)"
+        case .tooManyRows(let what, let limit):
+            return "the range holds more than \(limit) \(what); ask for a shorter one"
         case .rangeTooLong(let bin, let days):
-            return "\(bin.rawValue) bins cover at most \(days) days per request; ask for \(bin == .minute ? "hour or day" : "day") bins"
+            let instead = bin == .minute ? "ask for hour or day bins" : bin == .hour ? "ask for day bins" : "ask in several requests"
+            return "\(bin.rawValue) bins cover at most \(days) days per request; \(instead)"
         case .emptyRange(let from, let to):
-            return "\"from\" (\(from)) must be before \"to\" (\(to))"
+            // Timestamp, not Date's description, which the Linux Foundation prints as "<description unavailable>".
+            return "\"from\" (\(Timestamp.string(from))) must be before \"to\" (\(Timestamp.string(to)))"
         }
     }
 }

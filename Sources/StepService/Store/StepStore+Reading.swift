@@ -1,0 +1,202 @@
+import Dispatch
+import Foundation
+import GRDB
+
+/// Reading history back. Pending steps are committed first on the store's queue (so history never lags
+/// STEPS), then the read runs on `readers`: a WAL reader sees the last commit and never holds the next one
+/// back, however long a client's request takes. Every read is bounded (bin ranges, row limits) and gives
+/// up when the daemon stops.
+extension StepStore {
+    /// A track request returns at most this many points: a day at 1 Hz, as the path kept in memory.
+    public static let maximumTrackPoints = 86_400
+    /// A visits request returns at most this many stays.
+    public static let maximumVisits = 10_000
+
+    /// The bins over [from, to).
+    public func history(from: Date, to: Date, size: HistoryBinSize, calendar: Calendar = .current,
+                        completion: @escaping @Sendable (Result<[HistoryBin], StoreError>) -> Void) {
+        read(completion: completion) { [self] database in
+            try readHistory(database, from: from, to: to, size: size, calendar: calendar)
+        }
+    }
+
+    /// The saved track points in [from, to), oldest first.
+    public func trackPoints(from: Date, to: Date,
+                            completion: @escaping @Sendable (Result<[StoredTrackPoint], StoreError>) -> Void) {
+        read(completion: completion) { [self] database in try readTrackPoints(database, from: from, to: to) }
+    }
+
+    /// The saved stays that overlap [from, to), oldest first.
+    public func visits(from: Date, to: Date, completion: @escaping @Sendable (Result<[StoredVisit], StoreError>) -> Void) {
+        read(completion: completion) { [self] database in try readVisits(database, from: from, to: to) }
+    }
+
+    // The same, waiting for the answer (tests, and the restore at start).
+
+    public func history(from: Date, to: Date, size: HistoryBinSize, calendar: Calendar = .current) throws -> [HistoryBin] {
+        try readNow { try readHistory($0, from: from, to: to, size: size, calendar: calendar) }
+    }
+
+    public func trackPoints(from: Date, to: Date) throws -> [StoredTrackPoint] {
+        try readNow { try readTrackPoints($0, from: from, to: to) }
+    }
+
+    public func visits(from: Date, to: Date) throws -> [StoredVisit] {
+        try readNow { try readVisits($0, from: from, to: to) }
+    }
+
+    /// The newest `limit` track points, oldest first: what the path in memory starts from after a restart.
+    public func latestTrackPoints(limit: Int) throws -> [StoredTrackPoint] {
+        try readNow { database in
+            try wrapRead {
+                try database.read { db in
+                    try Row.fetchAll(db, sql: "SELECT * FROM (\(Self.trackSelect) ORDER BY time DESC LIMIT ?) ORDER BY time",
+                                     arguments: [limit]).map(Self.trackPoint)
+                }
+            }
+        }
+    }
+
+    /// The newest `limit` stays, oldest first.
+    public func latestVisits(limit: Int) throws -> [StoredVisit] {
+        try readNow { database in
+            try wrapRead {
+                try database.read { db in
+                    try Row.fetchAll(db, sql: """
+                        SELECT * FROM (SELECT arrival, departure, latitude_deg, longitude_deg, radius_m, fix_count FROM visit
+                        ORDER BY arrival DESC LIMIT ?) ORDER BY arrival
+                        """, arguments: [limit]).map(Self.storedVisit)
+                }
+            }
+        }
+    }
+
+    // MARK: Private
+
+    private static func storedVisit(_ row: Row) -> StoredVisit {
+        StoredVisit(arrival: Date(timeIntervalSince1970: row[0]),
+                    departure: (row[1] as Double?).map(Date.init(timeIntervalSince1970:)),
+                    latitudeDegrees: row[2], longitudeDegrees: row[3], radiusMeters: row[4], fixCount: row[5])
+    }
+
+    private func read<T>(completion: @escaping @Sendable (Result<T, StoreError>) -> Void,
+                         _ body: @escaping (DatabasePool) throws -> T) {
+        queue.async { [self] in
+            let database = committedDatabase()
+            readers.addOperation { [self] in
+                completion(Result {
+                    try checkStopping()
+                    guard let database = try database.get() else { throw unavailable() }
+                    return try body(database)
+                }.mapError { $0 as? StoreError ?? .cannotRead(path: configuration.path, reason: Self.reason($0)) })
+            }
+        }
+    }
+
+    private func readNow<T>(_ body: (DatabasePool) throws -> T) throws -> T {
+        guard let database = try queue.sync(execute: { try committedDatabase().get() }) else { throw unavailable() }
+        return try body(database)
+    }
+
+    /// After committing what is pending: the database to read, on the store's queue.
+    private func committedDatabase() -> Result<DatabasePool?, StoreError> {
+        flushForReading()
+        return .success(database)
+    }
+
+    private func unavailable() -> StoreError {
+        if stopping.withLockedValue({ $0 }) { return .unavailable(reason: "stepd is stopping") }
+        return .unavailable(reason: queue.sync { failure?.description } ?? "the store is closed")
+    }
+
+    private func checkStopping() throws {
+        if stopping.withLockedValue({ $0 }) { throw StoreError.unavailable(reason: "stepd is stopping") }
+    }
+
+    private func readHistory(_ database: DatabasePool, from: Date, to: Date, size: HistoryBinSize,
+                             calendar: Calendar) throws -> [HistoryBin] {
+        try HistoryBinning.validate(from: from, to: to, size: size)
+        let range = HistoryBinning.minuteRange(from: from, to: to)
+        if size == .minute {
+            return try wrapRead {
+                try database.read { db in
+                    try Row.fetchAll(db, sql: """
+                        SELECT minute, steps, distance_m, floors FROM minute_bin
+                        WHERE minute >= ? AND minute < ? ORDER BY minute
+                        """, arguments: [range.lowerBound, range.upperBound]).map { row in
+                        let start = Date(timeIntervalSince1970: Double((row[0] as Int64) * 60))
+                        return HistoryBin(start: start, end: start.addingTimeInterval(60), steps: row[1],
+                                          distanceMeters: row[2], floors: row[3])
+                    }
+                }
+            }
+        }
+        // One indexed range sum per local hour or day: far cheaper than grouping every minute row, and exact
+        // across clock changes because the calendar draws the boundaries.
+        let intervals = HistoryBinning.intervals(from: from, to: to, size: size, calendar: calendar)
+        return try wrapRead {
+            try database.read { db in
+                let sum = try db.cachedStatement(sql: """
+                    SELECT COUNT(*), SUM(steps), SUM(distance_m), SUM(floors) FROM minute_bin
+                    WHERE minute >= ? AND minute < ?
+                    """)
+                var bins: [HistoryBin] = []
+                for interval in intervals {
+                    try checkStopping()
+                    let lower = max(range.lowerBound, HistoryBinning.minute(interval.start))
+                    let upper = min(range.upperBound, HistoryBinning.minute(interval.end))
+                    guard lower < upper, let row = try Row.fetchOne(sum, arguments: [lower, upper]),
+                          (row[0] as Int) > 0 else { continue }
+                    bins.append(HistoryBin(start: interval.start, end: interval.end, steps: row[1],
+                                           distanceMeters: row[2], floors: row[3]))
+                }
+                return bins
+            }
+        }
+    }
+
+    private static let trackSelect = """
+        SELECT time, latitude_deg, longitude_deg, altitude_msl_m, eph_m, mode, satellites_used FROM track_point
+        """
+
+    private static func trackPoint(_ row: Row) -> StoredTrackPoint {
+        StoredTrackPoint(time: Date(timeIntervalSince1970: row[0]), latitudeDegrees: row[1], longitudeDegrees: row[2],
+                         altitudeMSLMeters: row[3], ephMeters: row[4], mode: row[5], satellitesUsed: row[6])
+    }
+
+    private func readTrackPoints(_ database: DatabasePool, from: Date, to: Date) throws -> [StoredTrackPoint] {
+        guard from < to else { throw StoreError.emptyRange(from: from, to: to) }
+        let limit = Self.maximumTrackPoints
+        let points = try wrapRead {
+            try database.read { db in
+                try Row.fetchAll(db, sql: "\(Self.trackSelect) WHERE time >= ? AND time < ? ORDER BY time LIMIT ?",
+                                 arguments: [from.timeIntervalSince1970, to.timeIntervalSince1970, limit + 1])
+                    .map(Self.trackPoint)
+            }
+        }
+        guard points.count <= limit else { throw StoreError.tooManyRows(what: "track points", limit: limit) }
+        return points
+    }
+
+    private func readVisits(_ database: DatabasePool, from: Date, to: Date) throws -> [StoredVisit] {
+        guard from < to else { throw StoreError.emptyRange(from: from, to: to) }
+        let limit = Self.maximumVisits
+        let visits = try wrapRead {
+            try database.read { db in
+                try Row.fetchAll(db, sql: """
+                    SELECT arrival, departure, latitude_deg, longitude_deg, radius_m, fix_count FROM visit
+                    WHERE arrival < ? AND coalesce(departure, arrival) >= ? ORDER BY arrival LIMIT ?
+                    """, arguments: [to.timeIntervalSince1970, from.timeIntervalSince1970, limit + 1]).map(Self.storedVisit)
+            }
+        }
+        guard visits.count <= limit else { throw StoreError.tooManyRows(what: "visits", limit: limit) }
+        return visits
+    }
+
+    private func wrapRead<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error as StoreError { throw error } catch {
+            if stopping.withLockedValue({ $0 }) { throw StoreError.unavailable(reason: "stepd is stopping") }
+            throw StoreError.cannotRead(path: configuration.path, reason: Self.reason(error))
+        }
+    }
+}

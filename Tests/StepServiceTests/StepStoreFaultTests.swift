@@ -1,0 +1,114 @@
+import Foundation
+import GRDB
+@testable import StepService
+import XCTest
+
+/// The store's fault handling against real SQLite files: a damaged write-ahead log is told from a torn tail,
+/// and a store that comes back after counting began adds the count it saved rather than writing over it.
+final class StepStoreFaultTests: XCTestCase {
+    private var directory: String!
+
+    override func setUpWithError() throws {
+        directory = "/tmp/stepd-store-fault-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// A WAL of several commits, copied while its connection is open (as a crash leaves it).
+    private func walWithCommits(_ count: Int) throws -> (wal: [UInt8], pageSize: Int) {
+        let path = directory + "/source.sqlite"
+        var config = Configuration()
+        config.journalMode = .wal
+        let db = try DatabasePool(path: path, configuration: config)
+        try db.write { try $0.execute(sql: "CREATE TABLE t (n INTEGER)") }
+        for n in 0..<count { try db.write { try $0.execute(sql: "INSERT INTO t VALUES (?)", arguments: [n]) } }
+        let wal = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path + "-wal")))
+        try db.close()
+        let pageSize = Int(wal[8]) << 24 | Int(wal[9]) << 16 | Int(wal[10]) << 8 | Int(wal[11])
+        return (wal, pageSize)
+    }
+
+    private func damage(of bytes: [UInt8]) throws -> String? {
+        let path = directory + "/copy-wal"
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        return WriteAheadLog.damage(at: path)
+    }
+
+    func testSoundLogAndTornTailAreNotDamage() throws {
+        let (wal, pageSize) = try walWithCommits(5)
+        XCTAssertNil(try damage(of: wal))
+        // A crash in the middle of writing the last frame: SQLite drops that transaction, as it should.
+        XCTAssertNil(try damage(of: Array(wal.prefix(wal.count - pageSize / 2))))
+        var lastTorn = wal
+        for i in (wal.count - 100)..<wal.count { lastTorn[i] ^= 0xFF }
+        XCTAssertNil(try damage(of: lastTorn))
+        XCTAssertNil(WriteAheadLog.damage(at: directory + "/absent-wal"))
+    }
+
+    func testFrameFailingWithFramesAfterItIsDamage() throws {
+        let (wal, pageSize) = try walWithCommits(5)
+        let frames = (wal.count - 32) / (24 + pageSize)
+        var bytes = wal
+        let secondPage = 32 + (24 + pageSize) + 24
+        bytes[secondPage + 10] ^= 0x01
+        XCTAssertEqual(try damage(of: bytes), "frame 2 of \(frames) fails its checksum, and the \(frames - 2) written after it would be dropped")
+        var header = wal
+        header[20] ^= 0x01   // salt-2: the header's own checksum fails
+        XCTAssertEqual(try damage(of: header), "its header is damaged; SQLite would ignore every frame")
+        XCTAssertEqual(try damage(of: [UInt8](repeating: 0x42, count: 4096)), "not an SQLite write-ahead log")
+    }
+
+    /// A store that could not be opened at start counts from `fresh`; when it opens, the saved count is handed
+    /// to the owner (who adds it to STEPS), and what comes back is written, with the minutes of both runs.
+    func testStoreUnavailableAtStartHandsTheSavedCountOverOnRecovery() throws {
+        var configuration = StepStore.Configuration(directory: directory)
+        configuration.reopenIntervalSeconds = 0.1
+        let since = Date(timeIntervalSince1970: 1_790_000_000)
+        let first = StepStore(configuration: configuration)
+        _ = first.open(fresh: .init(steps: 0, since: since))
+        for i in 1...341 { first.recordStep(count: i, at: Date(), distanceMeters: 0.5) }
+        XCTAssertEqual(first.close(), .init(steps: 341, since: since))
+
+        // The database hidden (a card not mounted yet): counting starts from 0.
+        let path = configuration.path
+        for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
+            XCTAssertEqual(rename(path + suffix, path + suffix + ".away"), 0)
+        }
+        _ = FileManager.default.createFile(atPath: path, contents: Data(repeating: 0x5A, count: 4096))
+        let second = StepStore(configuration: configuration)
+        let start = Date()
+        XCTAssertEqual(second.open(fresh: .init(steps: 0, since: start)), .init(steps: 0, since: start))
+        XCTAssertEqual(second.status.state, "failed")
+        let handed = NIOLockedBox<StepStore.Counter?>(nil)
+        second.onSavedCounter = { saved in
+            handed.set(saved)
+            second.recordCounter(.init(steps: saved.steps + 68, since: saved.since))
+        }
+        second.startCommitting()
+        for i in 1...68 { second.recordStep(count: i, at: Date(), distanceMeters: 0.5) }
+        for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix + ".away") {
+            XCTAssertEqual(rename(path + suffix + ".away", path + suffix), 0)
+        }
+        let deadline = Date().addingTimeInterval(10)
+        while handed.get() == nil, Date() < deadline { usleep(20_000) }
+        XCTAssertEqual(handed.get(), .init(steps: 341, since: since))
+        XCTAssertEqual(second.close(), .init(steps: 409, since: since), "never the 68 alone, never 341 alone")
+        let third = StepStore(configuration: configuration)
+        XCTAssertEqual(third.open(fresh: .init(steps: 0, since: Date())), .init(steps: 409, since: since))
+        let bins = try third.history(from: Date().addingTimeInterval(-600), to: Date().addingTimeInterval(60), size: .hour)
+        XCTAssertEqual(bins.reduce(0) { $0 + $1.steps }, 409)
+        third.close()
+    }
+}
+
+/// A value shared with a callback on another queue.
+private final class NIOLockedBox<T>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: T
+    init(_ value: T) { self.value = value }
+    func get() -> T { lock.withLock { value } }
+    func set(_ newValue: T) { lock.withLock { value = newValue } }
+}

@@ -50,7 +50,14 @@ final class DocsExamplesTests: XCTestCase {
             let wanted = Set(step.replies.compactMap { $0["class"] as? String })
             let deadline = Date().addingTimeInterval(30)
             while !wanted.isSubset(of: Set(replies.keys)) && Date() < deadline {
-                let object = try client.readObject()
+                let line = try client.readLine()
+                // Numbers come rounded as the examples show them (age_s 0.41, not 0.4109187717437744): a
+                // double printed whole has 12 or more digits after the point, a rounded one at most 9 (lat and
+                // lon as gpsd gives them, 0.1 mm).
+                if let range = line.range(of: #"-?\d+\.\d{10,}"#, options: .regularExpression) {
+                    XCTFail("\(exchange.place): \(step.requestLine) brought an unrounded number \(line[range]): \(line)")
+                }
+                let object = try XCTUnwrap(DocumentedExamples.object(line), "\(exchange.place): not a JSON object: \(line)")
                 if let cls = object["class"] as? String, replies[cls] == nil { replies[cls] = object }
             }
             for example in step.replies {

@@ -16,7 +16,7 @@ enum LocationWire {
 
     static func visit(_ v: Visit) -> VisitMessage {
         VisitMessage(arrival: Timestamp.string(v.arrival), departure: v.departure.map(Timestamp.string),
-                     lat: v.center.latitudeDegrees, lon: v.center.longitudeDegrees, radius_m: v.radiusMeters,
+                     lat: v.center.latitudeDegrees, lon: v.center.longitudeDegrees, radius_m: Replies.rounded(v.radiusMeters, 1),
                      duration_s: v.departure.map { $0.timeIntervalSince(v.arrival) }, fixes: v.fixCount)
     }
 

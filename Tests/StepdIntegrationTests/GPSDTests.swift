@@ -195,9 +195,11 @@ final class GPSDTests: XCTestCase {
         }
         let start = try XCTUnwrap(isoDate("2024-05-01T10:00:00Z"))
         for round in 0..<20 {
-            // Each gpsd run carries on the receiver's clock: 60 fixes starting 100 s after the last run's.
-            let first = start.addingTimeInterval(Double(round) * 100)
-            let (log, _) = try NMEAWalk.generate(["--start-time", iso(first), "--jitter-m", "1", "stay:60"],
+            // Each gpsd run carries on the receiver's clock: up to 300 fixes (6 s at gpsfake's pace, so that a
+            // daemon whose reconnect comes late still finds fixes; the round ends at its first one), starting
+            // 400 s after the last run's.
+            let first = start.addingTimeInterval(Double(round) * 400)
+            let (log, _) = try NMEAWalk.generate(["--start-time", iso(first), "--jitter-m", "1", "stay:300"],
                                                  into: directory, name: "run\(round)")
             let fake = try GPSDFake(log: log, port: port, cycleSeconds: 0.02, directory: directory)
             try daemon.waitUntil(timeout: 15, "fixes resume in round \(round)") { status in

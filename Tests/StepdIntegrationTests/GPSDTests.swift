@@ -26,46 +26,75 @@ final class GPSDTests: XCTestCase {
 
     private func gps(_ status: [String: Any]) -> [String: Any] { status["gps"] as? [String: Any] ?? [:] }
 
-    /// The daemon's field equals gpsd's, or both are absent (the daemon sends null where gpsd sends nothing).
-    private func assertSame(_ ours: Any?, _ gpsd: Any?, accuracy: Double, _ message: String,
-                            file: StaticString = #filePath, line: UInt = #line) {
-        switch (ours as? Double, gpsd as? Double) {
-        case let (a?, b?): XCTAssertEqual(a, b, accuracy: accuracy, message, file: file, line: line)
-        case (nil, nil): break
-        case let (a, b): XCTFail("\(message): stepd \(a.map { "\($0)" } ?? "null"), gpsd \(b.map { "\($0)" } ?? "absent")", file: file, line: line)
-        }
-    }
-
     // MARK: Real receiver logs
 
     func testLastPositionEqualsTheLastTPVGpsdSendsAWatcherForRealLogs() throws {
         // Every receiver log in the shared data: SiRF, u-blox, MediaTek, Quectel, ST, Meinberg and others, some
         // without an error estimate or an altitude (2D fixes), which the daemon must leave out as gpsd does.
-        for name in ["bu353s4.log", "haicom-305N.log", "iTrek.log", "meinberg-gps164.log", "mt3339.log", "neo-m8n.log",
-                     "nmea-rtk.log", "quectel-l76k-nmea.log", "rx210.log", "sirfstarv-nmea.log", "st-teseo-liv3f.log"] {
-            let log = try Binaries.sharedData("gps/\(name)").path
-            let directory = try TemporaryDirectory()
-            let port = GPSDFake.freePort()
-            let daemon = try startDaemon(port: port, directory: directory)
-            let fake = try GPSDFake(log: log, port: port, cycleSeconds: 0.01, directory: directory)
-            let pipe = try GPSDWatcher(port: port, directory: directory)
-            let tpvs = pipe.waitUntilQuiet()
-            let positioned = tpvs.filter { ($0["mode"] as? Int ?? 0) >= 2 && $0["lat"] != nil && $0["time"] != nil }
-            let last = try XCTUnwrap(positioned.last, "\(name): gpsd sent no TPV with a position")
-            try daemon.waitUntil(timeout: 10, "\(name): the daemon's fix reaches the watcher's last TPV") { _ in
-                try self.position(daemon)["time"] as? String == last["time"] as? String
+        // Each log has a gpsd, a daemon and a watcher of its own, so four replay at once: gpsfake's pace, not
+        // the CPU, is what each one waits for.
+        let names = ["bu353s4.log", "haicom-305N.log", "iTrek.log", "meinberg-gps164.log", "mt3339.log", "neo-m8n.log",
+                     "nmea-rtk.log", "quectel-l76k-nmea.log", "rx210.log", "sirfstarv-nmea.log", "st-teseo-liv3f.log"]
+        let problems = ProblemList()
+        let slots = DispatchSemaphore(value: 4)
+        let group = DispatchGroup()
+        for name in names {
+            slots.wait()
+            group.enter()
+            Thread.detachNewThread {
+                defer { slots.signal(); group.leave() }
+                do {
+                    problems.add(try self.replayRealLog(name))
+                } catch {
+                    problems.add(["\(name): \(error)"])
+                }
             }
-            let p = try position(daemon)
-            XCTAssertEqual(p["lat"] as? Double ?? .nan, last["lat"] as? Double ?? .nan, accuracy: 1e-7, name)
-            XCTAssertEqual(p["lon"] as? Double ?? .nan, last["lon"] as? Double ?? .nan, accuracy: 1e-7, name)
-            assertSame(p["eph_m"], last["eph"], accuracy: 0.1, "\(name): eph")
-            assertSame(p["alt_msl_m"], last["altMSL"], accuracy: 0.01, "\(name): altMSL")
-            XCTAssertEqual(p["mode"] as? String, (last["mode"] as? Int) == 3 ? "3d" : "2d", name)
-            let status = try daemon.connect().request(["cmd": "status"])
-            XCTAssertEqual(gps(status)["state"] as? String, "fix", name)
-            fake.stop()
-            daemon.terminate()
         }
+        group.wait()
+        for problem in problems.all { XCTFail(problem) }
+    }
+
+    /// Replays one receiver log; returns what differs between the daemon's last fix and gpsd's last TPV.
+    private func replayRealLog(_ name: String) throws -> [String] {
+        let log = try Binaries.sharedData("gps/\(name)").path
+        let directory = try TemporaryDirectory()
+        let port = GPSDFake.freePort()
+        let daemon = try startDaemon(port: port, directory: directory)
+        defer { daemon.terminate() }
+        let fake = try GPSDFake(log: log, port: port, cycleSeconds: 0.01, directory: directory)
+        defer { fake.stop() }
+        let pipe = try GPSDWatcher(port: port, directory: directory)
+        let tpvs = pipe.waitUntilQuiet()
+        let positioned = tpvs.filter { ($0["mode"] as? Int ?? 0) >= 2 && $0["lat"] != nil && $0["time"] != nil }
+        guard let last = positioned.last else { return ["\(name): gpsd sent no TPV with a position"] }
+        // Polled here rather than with Daemon.waitUntil, whose failure is recorded on the test's thread.
+        let deadline = Date().addingTimeInterval(20)
+        var p = try position(daemon)
+        while p["time"] as? String != last["time"] as? String {
+            guard Date() < deadline else {
+                return ["\(name): the daemon's last fix is at \(p["time"] ?? "null"), gpsd's at \(last["time"] ?? "null")\n\(daemon.log)"]
+            }
+            usleep(50_000)
+            p = try position(daemon)
+        }
+        var problems: [String] = []
+        func same(_ ours: Any?, _ gpsd: Any?, accuracy: Double, _ field: String) {
+            switch (ours as? Double, gpsd as? Double) {
+            case let (a?, b?) where abs(a - b) <= accuracy: break
+            case (nil, nil): break
+            case let (a, b): problems.append("\(name): \(field): stepd \(a.map { "\($0)" } ?? "null"), gpsd \(b.map { "\($0)" } ?? "absent")")
+            }
+        }
+        same(p["lat"], last["lat"], accuracy: 1e-7, "lat")
+        same(p["lon"], last["lon"], accuracy: 1e-7, "lon")
+        if p["lat"] == nil || p["lon"] == nil { problems.append("\(name): no lat/lon in POSITION") }
+        same(p["eph_m"], last["eph"], accuracy: 0.1, "eph")
+        same(p["alt_msl_m"], last["altMSL"], accuracy: 0.01, "altMSL")
+        let mode = (last["mode"] as? Int) == 3 ? "3d" : "2d"
+        if p["mode"] as? String != mode { problems.append("\(name): mode \(p["mode"] ?? "null"), gpsd \(mode)") }
+        let status = try daemon.connect().request(["cmd": "status"])
+        if gps(status)["state"] as? String != "fix" { problems.append("\(name): gps.state \(gps(status)["state"] ?? "null")") }
+        return problems
     }
 
     func testStationaryRealLogAddsUnderFiveMetres() throws {
@@ -251,4 +280,12 @@ private final class TrackPointCounter: NSObject, XMLParserDelegate {
         }
         if name == "trkpt" { points += 1 }
     }
+}
+
+/// Failures gathered from the threads that replay logs at once, reported on the test's own thread.
+private final class ProblemList: @unchecked Sendable {  // every access holds `lock`
+    private let lock = NSLock()
+    private var problems: [String] = []
+    func add(_ more: [String]) { lock.lock(); problems += more; lock.unlock() }
+    var all: [String] { lock.lock(); defer { lock.unlock() }; return problems }
 }

@@ -23,7 +23,7 @@ BOUT = dict(confirm=6, min_interval=0.25, max_interval=1.5, min_period_fraction=
             step_asymmetry=2.0, amplitude_spread=4.0, min_amplitude_fraction=0.35, period_rate=0.2, amplitude_rate=0.1,
             missed_min_periods=1.6, missed_max_periods=2.4, rhythm_min_periods=1.0, rhythm_max_periods=2.2,
             rhythm_amplitude_fraction=0.2, short_bout=4, short_tolerance=0.15, short_amplitude_spread=2.0,
-            initiation=True, initiation_min_periods=0.7, initiation_max_periods=1.5)
+            initiation=True, initiation_min_periods=0.9, initiation_max_periods=1.5)
 
 
 def biquad(kind, cutoff_hz, rate_hz=RATE_HZ, q=2 ** -0.5):

@@ -50,6 +50,14 @@ final class WalkingBoutTests: XCTestCase {
         }
     }
 
+    func testAWeightShiftSoonerThanAPeriodBeforeTheRunIsNotAPushOff() {
+        // Before the first step the body shifts its weight onto the stance leg: a small cycle 0.8 of a period
+        // before the run. The first step is not quicker than the walk, so this is not the push-off.
+        var bout = WalkingBout()
+        let list = [GaitCycle(time: 0.6, amplitude: 1.2)] + cycles([1.0, 1.5, 2.0, 2.5])
+        XCTAssertEqual(feed(list, into: &bout).flatMap { $0 }, [1.0, 1.5, 2.0, 2.5])
+    }
+
     func testUnevenCyclesNeedSixToConfirm() {
         // Steps of 0.5 and 0.6 s: within a stride's tolerance, not even enough for a short bout.
         var bout = WalkingBout()

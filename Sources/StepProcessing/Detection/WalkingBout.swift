@@ -69,8 +69,12 @@ public struct WalkingBout: Sendable {
         /// (Jian, Winter et al., Gait & Posture 1993), so its cycle often misses the confirmation's size and
         /// rhythm tests. When a bout is confirmed, the cycle just before its run is counted too if it came this
         /// many step periods before the run's first and is at least `rhythmAmplitudeFraction` of the bout's size.
+        /// The first step is not quicker than the walk: from the first heel strike to the second is at least 0.92
+        /// of the next steps' period in 95 % of the bouts in our recordings (median 1.15 at the lower back, 1.08 on
+        /// the phone), so a cycle sooner than 0.9 of a period before the run is the weight shift that precedes
+        /// the first step (the anticipatory postural adjustment; Crenna & Frigo, J Physiol 1991), not a step.
         public var countsInitiationStep = true
-        public var initiationMinimumPeriods = 0.7
+        public var initiationMinimumPeriods = 0.9
         public var initiationMaximumPeriods = 1.5
         /// How fast the step period and size follow the walk (per step).
         public var periodFollowRate = 0.2

@@ -18,11 +18,12 @@ public enum RecordingReader {
     }
 
     /// Reads the recording in one pass and hands its samples to `body` in chunks of at most `chunkSamples`,
-    /// in order, so memory does not grow with the recording. Throws as `read` does; when the gzip stream is
+    /// in order, so memory does not grow with the recording. The chunk is lent `inout`: `body` may change its
+    /// samples in place (correct a clock) without a copy; the reader empties it after. Throws as `read` does; when the gzip stream is
     /// cut short (`RecordingError.isCutShort`), every row before the cut has been handed over first.
     @discardableResult
     public static func stream(path: String, chunkSamples: Int = 4096,
-                              _ body: (RecordingChunk) throws -> Void) throws -> RecordingStreamStats {
+                              _ body: (inout RecordingChunk) throws -> Void) throws -> RecordingStreamStats {
         let (file, gzipName) = try open(path: path)
         defer { gzclose(file) }
         _ = gzbuffer(file, 1 << 17)
@@ -36,13 +37,15 @@ public enum RecordingReader {
             guard !chunk.samples.isEmpty else { return }
             chunk.compressedOffset = Int(gzoffset(file))
             let t0 = monotonicSeconds()
-            try body(chunk)
+            let count = chunk.samples.count
+            try body(&chunk)
             bodySeconds += monotonicSeconds() - t0
-            stats.samples += chunk.samples.count
+            stats.samples += count
             chunk.samples.removeAll(keepingCapacity: true)
             chunk.lines.removeAll(keepingCapacity: true)
         }
-        defer {
+        // The split of the time, however the pass ends.
+        func account() {
             stats.gunzipSeconds = zlibSeconds
             stats.parseSeconds = max(0, monotonicSeconds() - started - zlibSeconds - bodySeconds)
         }
@@ -69,6 +72,7 @@ public enum RecordingReader {
             try deliver()
             throw error
         }
+        account()
         return stats
     }
 

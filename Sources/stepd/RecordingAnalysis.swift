@@ -41,7 +41,10 @@ final class RecordingAnalysis {
         let started = RecordingReader.monotonicSeconds()
         do {
             result.read = try RecordingReader.stream(path: path) { chunk in
-                if state == nil { state = try PassState(first: chunk.samples[0], settings: settings, makeOutputs: makeOutputs) }
+                if state == nil {
+                    state = try PassState(first: chunk.samples[0], settings: settings, makeOutputs: makeOutputs)
+                    result.startIgnored = settings.startUnixSeconds != nil && state!.clock.unixOffsetSeconds == 0
+                }
                 try state!.feed(&chunk, into: pipeline, result: &result)
                 progress(chunk.compressedOffset, result.samples)
             }
@@ -144,6 +147,8 @@ struct AnalysisResult {
     var clockJumpsBack = 0
     /// The line where the clock first went back, and by how much.
     var firstClockBack: (line: Int, seconds: Double)?
+    /// `--start` was given for a recording whose t is Unix time already.
+    var startIgnored = false
     /// Set when the gzip stream ended early: the last line read.
     var cutShortAfterLine: Int?
     var read = RecordingStreamStats()
@@ -173,6 +178,9 @@ struct AnalysisResult {
         if let (line, seconds) = firstClockBack {
             lines.append(String(format: "%@:%d: the clock goes back %.3f s; the samples from here on are moved to follow on", path, line, seconds)
                          + (clockJumpsBack > 1 ? " (\(clockJumpsBack) jumps back in all, each treated alike)" : ""))
+        }
+        if startIgnored {
+            lines.append("\(path): its t is Unix time already (\(String(format: "%.0f", firstTime ?? 0)) at the start); --start is ignored for it")
         }
         if let line = cutShortAfterLine {
             lines.append("\(path): the gzip stream is cut short after line \(line); analysed up to the last whole row")

@@ -51,7 +51,6 @@ final class AnalysisRunner: @unchecked Sendable {
         var threads: [Thread] = []
         for _ in 0..<jobs {
             let thread = Thread { [self] in work() }
-            thread.stackSize = 1 << 20
             threads.append(thread)
             thread.start()
         }

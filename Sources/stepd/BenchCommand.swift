@@ -14,7 +14,8 @@ struct Bench: ParsableCommand {
             within the tolerance, after subtracting the detector's median lag). Foot-switch ground truth is \
             scored after repair (GroundTruthRepair), with the recorded-truth figure beside it; traces whose \
             meta.json gives a walking bout are also scored inside it. Then the report delay and the throughput of \
-            the first detector's pipeline over the samples already in memory, on one core.
+            the first detector's pipeline on one core, each recording streamed from its file (never held whole), \
+            with the split of the time between gunzip, parsing and the pipeline.
             """)
 
     @Option(name: .customLong("detector"), help: "Detectors to score (repeatable); the first is timed. Default: the default detector and threshold.")
@@ -42,7 +43,8 @@ struct Bench: ParsableCommand {
     struct Trace {
         var folder: String
         var name: String
-        var samples: [Sample]
+        /// The recording, read in one streaming pass whenever it is needed.
+        var accelPath: String
         var truth: [Double]
         var meta = TraceMeta()
     }
@@ -60,12 +62,12 @@ struct Bench: ParsableCommand {
         guard !traces.isEmpty else { throw ValidationError("no traces (accel.csv[.gz] + steps.csv) under \(folders.joined(separator: ", "))") }
 
         var table = BenchTable(kinds: kinds)
+        var latency = LatencyProbe(kind: kinds[0])
         for trace in traces {
             let repair = truth == .repaired || (truth == .auto && trace.meta.footSwitchTruth)
             let scoredTruth = repair ? GroundTruthRepair.repaired(trace.truth) : trace.truth
             var row = BenchTable.Row(folder: trace.folder, trace: trace.name, placement: trace.meta.placement, repaired: repair)
-            for kind in kinds {
-                let steps = Self.detect(trace.samples, kind: kind)
+            for steps in try Self.detect(trace, kinds: kinds, latency: &latency) {
                 row.scores.append(StepMatching.accuracy(trueTimes: scoredTruth, detectedTimes: steps, toleranceSeconds: toleranceSeconds))
                 row.recorded.append(StepMatching.accuracy(trueTimes: trace.truth, detectedTimes: steps, toleranceSeconds: toleranceSeconds))
                 if let bout = trace.meta.walkingBout {
@@ -76,27 +78,41 @@ struct Bench: ParsableCommand {
             table.rows.append(row)
         }
         table.print()
-        printLatency(traces: traces, kind: kinds[0])
-        if throughputSeconds > 0 { printThroughput(traces: traces, kind: kinds[0]) }
+        latency.print()
+        if throughputSeconds > 0 { try printThroughput(traces: traces, kind: kinds[0]) }
     }
 
-    static func detect(_ samples: [Sample], kind: StepDetectorKind) -> [Double] {
-        let pipeline = StepPipeline(detector: kind.make(sampleRateHz: 60))
-        var steps: [Double] = []
-        pipeline.process(samples) { steps.append($0) }
+    /// One streaming pass over a trace: every detector's pipeline, and the report delay of the first.
+    static func detect(_ trace: Trace, kinds: [StepDetectorKind], latency: inout LatencyProbe) throws -> [[Double]] {
+        let pipelines = kinds.map { StepPipeline(detector: $0.make(sampleRateHz: 60)) }
+        var steps = Array(repeating: [Double](), count: kinds.count)
+        latency.startTrace()
+        try RecordingReader.stream(path: trace.accelPath) { chunk in
+            for (k, pipeline) in pipelines.enumerated() { pipeline.process(chunk.samples) { steps[k].append($0) } }
+            latency.feed(chunk.samples)
+        }
         return steps
     }
 
     /// How long after its instant each step is reported: steps that come alone are inside a bout; steps that
     /// come together are a bout's first steps, counted when the bout is confirmed, or a faint footfall
     /// counted with the next one; a bout's closing step comes when the pause has outlasted a step.
-    func printLatency(traces: [Trace], kind: StepDetectorKind) {
+    struct LatencyProbe {
+        let kind: StepDetectorKind
+        var pipeline: StepPipeline
         var single: [Double] = [], batched: [Double] = [], closing: [Double] = []
-        for trace in traces {
-            let pipeline = StepPipeline(detector: kind.make(sampleRateHz: 60))
+        var reported: [Double] = []
+
+        init(kind: StepDetectorKind) {
+            self.kind = kind
+            pipeline = StepPipeline(detector: kind.make(sampleRateHz: 60))
+        }
+
+        mutating func startTrace() { pipeline = StepPipeline(detector: kind.make(sampleRateHz: 60)) }
+
+        mutating func feed(_ samples: [Sample]) {
             let peak = pipeline.detector as? PeakStepDetector
-            var reported: [Double] = []
-            for sample in trace.samples {
+            for sample in samples {
                 let wasWalking = peak?.isWalking ?? false
                 reported.removeAll(keepingCapacity: true)
                 pipeline.process(CollectionOfOne(sample)) { reported.append($0) }
@@ -109,41 +125,51 @@ struct Bench: ParsableCommand {
                 for t in inBout { inBout.count == 1 ? single.append(sample.time - t) : batched.append(sample.time - t) }
             }
         }
-        func percentile(_ values: [Double], _ p: Double) -> Double {
-            guard !values.isEmpty else { return .nan }
-            let sorted = values.sorted()
-            return sorted[min(sorted.count - 1, Int(p * Double(sorted.count - 1)))]
+
+        func print() {
+            func percentile(_ values: [Double], _ p: Double) -> Double {
+                guard !values.isEmpty else { return .nan }
+                let sorted = values.sorted()
+                return sorted[min(sorted.count - 1, Int(p * Double(sorted.count - 1)))]
+            }
+            Swift.print("\nreport delay (\(kind.rawValue)): " + String(format: "in-bout steps %d, median %.2f s, p99 %.2f s, max %.2f s; "
+                               + "steps reported together (a bout's first steps at its confirmation, a missed footfall with the next) %d, median %.2f s, max %.2f s; "
+                               + "closing steps (when the pause outlasts a step) %d, median %.2f s, max %.2f s",
+                               single.count, percentile(single, 0.5), percentile(single, 0.99), single.max() ?? .nan,
+                               batched.count, percentile(batched, 0.5), batched.max() ?? .nan,
+                               closing.count, percentile(closing, 0.5), closing.max() ?? .nan))
         }
-        Swift.print("\nreport delay (\(kind.rawValue)): " + String(format: "in-bout steps %d, median %.2f s, p99 %.2f s, max %.2f s; "
-                           + "steps reported together (a bout's first steps at its confirmation, a missed footfall with the next) %d, median %.2f s, max %.2f s; "
-                           + "closing steps (when the pause outlasts a step) %d, median %.2f s, max %.2f s",
-                           single.count, percentile(single, 0.5), percentile(single, 0.99), single.max() ?? .nan,
-                           batched.count, percentile(batched, 0.5), batched.max() ?? .nan,
-                           closing.count, percentile(closing, 0.5), closing.max() ?? .nan))
     }
 
-    /// Runs the whole pipeline (resampler and detector) over all samples, already in memory, again and again.
-    /// Timed by this thread's CPU clock: on a shared machine wall time also counts the time other processes had
-    /// the core; both are printed.
-    func printThroughput(traces: [Trace], kind: StepDetectorKind) {
-        let total = traces.reduce(0) { $0 + $1.samples.count }
+    /// Streams every trace from its file through the pipeline (resampler and detector), again and again, and
+    /// times the pipeline alone by this thread's CPU clock (on a shared machine wall time also counts the time
+    /// other processes had the core; both are printed), then the whole pass, split into gunzip, parse, pipeline.
+    func printThroughput(traces: [Trace], kind: StepDetectorKind) throws {
         var processed = 0, stepsSeen = 0, rounds = 0
-        let wallStart = DispatchTime.now().uptimeNanoseconds
-        let cpuStart = Self.threadCPUSeconds()
-        var cpu = 0.0
+        var cpu = 0.0, pipelineWall = 0.0
+        var read = RecordingStreamStats()
+        let wallStart = RecordingReader.monotonicSeconds()
         repeat {
             for trace in traces {
                 let pipeline = StepPipeline(detector: kind.make(sampleRateHz: 60))
-                pipeline.process(trace.samples) { _ in stepsSeen += 1 }
-                processed += trace.samples.count
+                let stats = try RecordingReader.stream(path: trace.accelPath) { chunk in
+                    let cpu0 = Self.threadCPUSeconds(), wall0 = RecordingReader.monotonicSeconds()
+                    pipeline.process(chunk.samples) { _ in stepsSeen += 1 }
+                    cpu += Self.threadCPUSeconds() - cpu0
+                    pipelineWall += RecordingReader.monotonicSeconds() - wall0
+                }
+                processed += stats.samples
+                read.gunzipSeconds += stats.gunzipSeconds
+                read.parseSeconds += stats.parseSeconds
             }
             rounds += 1
-            cpu = Self.threadCPUSeconds() - cpuStart
         } while cpu < throughputSeconds
-        let wall = Double(DispatchTime.now().uptimeNanoseconds - wallStart) / 1e9
+        let wall = RecordingReader.monotonicSeconds() - wallStart
         let rate = Double(processed) / cpu
         Swift.print("\nthroughput (\(kind.rawValue), one core): " + String(format: "%d samples x %d rounds in %.2f s of CPU time = %.2f million samples/s (wall clock %.2f s: %.2f million/s; %d steps per round)",
-                           total, rounds, cpu, rate / 1e6, wall, Double(processed) / wall / 1e6, stepsSeen / rounds))
+                           processed / rounds, rounds, cpu, rate / 1e6, pipelineWall, Double(processed) / pipelineWall / 1e6, stepsSeen / rounds))
+        Swift.print(String(format: "end to end, streamed from the files: %.2f s wall = %.2f million samples/s; gunzip %.2f s, parse %.2f s, pipeline %.2f s",
+                           wall, Double(processed) / wall / 1e6, read.gunzipSeconds, read.parseSeconds, pipelineWall))
         if let reference = referenceSamplesPerSecond, reference > 0 {
             Swift.print(String(format: "numpy/scipy reference: %.3f million samples/s; the Swift pipeline is %.0fx faster",
                                reference / 1e6, rate / reference))
@@ -173,10 +199,9 @@ struct Bench: ParsableCommand {
         let stepsPath = url.appendingPathComponent("steps.csv").path
         let accel = ["accel.csv.gz", "accel.csv"].map { url.appendingPathComponent($0).path }.first { fm.fileExists(atPath: $0) }
         guard let accelPath = accel, fm.fileExists(atPath: stepsPath) else { return nil }
-        let samples = try RecordingReader.read(path: accelPath)
         let metaPath = url.appendingPathComponent("meta.json").path
         let meta = fm.fileExists(atPath: metaPath) ? try TraceMeta(path: metaPath) : TraceMeta()
-        return Trace(folder: folderName, name: url.lastPathComponent, samples: samples,
+        return Trace(folder: folderName, name: url.lastPathComponent, accelPath: accelPath,
                      truth: try readStepTimes(path: stepsPath), meta: meta)
     }
 

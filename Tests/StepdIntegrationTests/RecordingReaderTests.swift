@@ -107,4 +107,41 @@ final class RecordingReaderTests: XCTestCase {
         let lines = try runCommand("/bin/sh", ["-c", "gzip -dc '\(Binaries.bundledRecording)' | wc -l"])
         XCTAssertEqual(bundled.count, Int(lines.stdout.trimmingCharacters(in: .whitespacesAndNewlines))! - 1)
     }
+
+    /// The reader's fast decimal path gives exactly strtod's double for every number: random decimals of 1 to
+    /// 19 digits, exponents, signs and odd spellings, and every row of a real recording.
+    func testNumbersParseToExactlyStrtodsDoubles() throws {
+        let directory = try TemporaryDirectory()
+        var generator = SystemRandomNumberGenerator()
+        var lines = ["t,x,y,z"]
+        let odd = ["1e3", "-2.5E-2", "+.5", "5.", "-0", "0x1p3", "00012.50", "123456789012345678", "9007199254740993",
+                   "0.1234567890123456789", "1.7976931348623157e308", "4.9e-324", " 7.25", "nan", "-inf"]
+        for i in 0..<20_000 {
+            let fields = (0..<4).map { k -> String in
+                if k > 0 && i % 7 == 0 { return odd[Int.random(in: 0..<odd.count, using: &generator)] }
+                let digits = Int.random(in: 1...19, using: &generator)
+                let mantissa = String((0..<digits).map { _ in "0123456789".randomElement(using: &generator)! })
+                let point = Int.random(in: 0...digits, using: &generator)
+                let sign = Bool.random(using: &generator) ? "-" : ""
+                return sign + mantissa.prefix(point) + "." + mantissa.dropFirst(point)
+            }
+            lines.append(fields.joined(separator: ","))
+        }
+        let path = directory.file("numbers.csv")
+        try (lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        let recordings = [path, Binaries.bundledRecording] + ((try? Binaries.sharedData("steps/oxwalk-wrist/oxwalk_p30_wrist_first/accel.csv.gz").path).map { [$0] } ?? [])
+        for recording in recordings {
+            let text = try runCommand("/bin/sh", ["-c", "gzip -dcf '\(recording)'"]).stdout
+            let expected = text.split(separator: "\n").dropFirst().map { line in
+                line.split(separator: ",", omittingEmptySubsequences: false).map { strtod(String($0), nil) }
+            }
+            let samples = try RecordingReader.read(path: recording)
+            XCTAssertEqual(samples.count, expected.count, recording)
+            for (sample, values) in zip(samples, expected) {
+                let got = [sample.time, sample.acceleration.x, sample.acceleration.y, sample.acceleration.z]
+                XCTAssertEqual(got.map(\.bitPattern), values.map(\.bitPattern), "\(recording): \(values) read as \(got)")
+                if got.map(\.bitPattern) != values.map(\.bitPattern) { return }
+            }
+        }
+    }
 }

@@ -22,6 +22,15 @@ public enum RecordingError: Error, CustomStringConvertible, Equatable {
         }
     }
 
+    /// A gzip stream that ends before its end: a recorder that lost power, a copy that stopped. The rows
+    /// before the cut are good.
+    public var isCutShort: Bool {
+        if case .corruptGzip(_, _, RecordingError.cutShortReason) = self { return true }
+        return false
+    }
+
+    static let cutShortReason = "it is cut short"
+
     public var description: String {
         switch self {
         case .missing(let path): return "cannot open recording \(path): no such file"

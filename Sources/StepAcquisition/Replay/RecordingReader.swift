@@ -10,42 +10,90 @@ public enum RecordingReader {
     /// No row of four numbers is this long; a longer line is reported, not buffered without end.
     public static let maximumLineBytes = 1 << 20
 
+    /// The whole recording in memory: for a replay that loops. Long recordings go through `stream`.
     public static func read(path: String) throws -> [Sample] {
+        var samples: [Sample] = []
+        try stream(path: path) { chunk in samples += chunk.samples }
+        return samples
+    }
+
+    /// Reads the recording in one pass and hands its samples to `body` in chunks of at most `chunkSamples`,
+    /// in order, so memory does not grow with the recording. The chunk is lent `inout`: `body` may change its
+    /// samples in place (correct a clock) without a copy; the reader empties it after. Throws as `read` does; when the gzip stream is
+    /// cut short (`RecordingError.isCutShort`), every row before the cut has been handed over first.
+    @discardableResult
+    public static func stream(path: String, chunkSamples: Int = 4096,
+                              _ body: (inout RecordingChunk) throws -> Void) throws -> RecordingStreamStats {
         let (file, gzipName) = try open(path: path)
         defer { gzclose(file) }
         _ = gzbuffer(file, 1 << 17)
+        let started = monotonicSeconds()
+        var stats = RecordingStreamStats()
+        var chunk = RecordingChunk()
+        chunk.samples.reserveCapacity(chunkSamples)
+        chunk.lines.reserveCapacity(chunkSamples)
+        var bodySeconds = 0.0, zlibSeconds = 0.0
+        func deliver() throws {
+            guard !chunk.samples.isEmpty else { return }
+            chunk.compressedOffset = Int(gzoffset(file))
+            let t0 = monotonicSeconds()
+            let count = chunk.samples.count
+            try body(&chunk)
+            bodySeconds += monotonicSeconds() - t0
+            stats.samples += count
+            chunk.samples.removeAll(keepingCapacity: true)
+            chunk.lines.removeAll(keepingCapacity: true)
+        }
+        // The split of the time, however the pass ends.
+        func account() {
+            stats.gunzipSeconds = zlibSeconds
+            stats.parseSeconds = max(0, monotonicSeconds() - started - zlibSeconds - bodySeconds)
+        }
         do {
-            return try samples(from: file, path: path)
+            let lines = try forEachLine(of: file, path: path, readSeconds: &zlibSeconds) { line, number in
+                if let sample = parseLine(line) {
+                    chunk.samples.append(sample)
+                    chunk.lines.append(number)
+                    if chunk.samples.count >= chunkSamples { try deliver() }
+                    return
+                }
+                try checkNonSample(line, number: number, path: path)
+            }
+            stats.lines = lines
+            try deliver()
+            guard stats.samples > 0 else { throw RecordingError.noSamples(path: path, lines: stats.lines) }
         } catch let error as RecordingError where gzipName {
             // A plain CSV named .gz reads fine; anything else named .gz that is not gzip is told as such.
             switch error {
             case .badHeader, .badLine, .noSamples, .lineTooLong: throw RecordingError.notGzip(path: path)
             default: throw error
             }
+        } catch let error as RecordingError where error.isCutShort {
+            try deliver()
+            throw error
         }
+        account()
+        return stats
     }
 
-    private static func samples(from file: gzFile, path: String) throws -> [Sample] {
-        var samples: [Sample] = []
-        var lines = 0
-        try forEachLine(of: file, path: path) { line, number in
-            lines = number
-            if let sample = parseLine(line) {
-                samples.append(sample)
-                return
+    /// A line that is not four numbers: blank lines pass, the header passes on line 1, anything else is an error.
+    private static func checkNonSample(_ line: UnsafePointer<CChar>, number: Int, path: String) throws {
+        let text = excerpt(line)
+        if text.isEmpty { return }
+        if number == 1 {
+            guard text.replacingOccurrences(of: " ", with: "") == "t,x,y,z" else {
+                throw RecordingError.badHeader(path: path, found: text)
             }
-            let text = excerpt(line)
-            if text.isEmpty { return }
-            if number == 1 {
-                guard text.replacingOccurrences(of: " ", with: "") == "t,x,y,z" else {
-                    throw RecordingError.badHeader(path: path, found: text)
-                }
-                return
-            }
-            throw RecordingError.badLine(path: path, line: number, text: text)
+            return
         }
-        guard !samples.isEmpty else { throw RecordingError.noSamples(path: path, lines: lines) }
-        return samples
+        throw RecordingError.badLine(path: path, line: number, text: text)
+    }
+
+    /// Seconds on the monotonic clock, for timing passes.
+    public static func monotonicSeconds() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 
     /// Opens `path` for zlib, after telling the reasons a person can fix (missing, a directory, permission)
@@ -84,26 +132,29 @@ public enum RecordingReader {
 
     /// Calls `body` with each line (NUL-terminated, without its newline) and its number from 1. A line
     /// split across reads is joined first, so numbers never shift.
-    static func forEachLine(of file: gzFile, path: String,
-                            _ body: (UnsafePointer<CChar>, Int) throws -> Void) throws {
+    /// Returns the number of lines; adds the time spent in zlib (reading and inflating) to `readSeconds`.
+    static func forEachLine(of file: gzFile, path: String, readSeconds: inout Double,
+                            _ body: (UnsafePointer<CChar>, Int) throws -> Void) throws -> Int {
         var storage = [CChar](repeating: 0, count: 1 << 17)
         var end = 0          // bytes held, [0, end): at most one partial line after each pass
         var number = 0
         while true {
             let capacity = storage.count
+            let readStart = monotonicSeconds()
             let read: Int32 = storage.withUnsafeMutableBufferPointer { buffer in
                 gzread(file, buffer.baseAddress! + end, UInt32(capacity - 1 - end))
             }
+            readSeconds += monotonicSeconds() - readStart
             if read < 0 { throw corrupt(file, path: path, afterLine: number) }
             if read == 0 {
                 var status: Int32 = Z_OK
                 _ = gzerror(file, &status)
                 if status != Z_OK { throw corrupt(file, path: path, afterLine: number) }
-                guard end > 0 else { return }
+                guard end > 0 else { return number }
                 storage[end] = 0
                 number += 1
                 try storage.withUnsafeBufferPointer { try body($0.baseAddress!, number) }
-                return
+                return number
             }
             end += Int(read)
             var start = 0
@@ -137,7 +188,7 @@ public enum RecordingReader {
         var status: Int32 = Z_OK
         let message = gzerror(file, &status).map { String(cString: $0) } ?? ""
         if status == Z_ERRNO { return .unreadable(path: path, reason: String(cString: strerror(errno))) }
-        let reason = status == Z_BUF_ERROR ? "it is cut short" : (message.isEmpty ? "zlib error \(status)" : message)
+        let reason = status == Z_BUF_ERROR ? RecordingError.cutShortReason : (message.isEmpty ? "zlib error \(status)" : message)
         return .corruptGzip(path: path, afterLine: line, reason: reason)
     }
 
@@ -150,21 +201,19 @@ public enum RecordingReader {
         return printable.count > 80 ? String(printable.prefix(80)) + "…" : printable
     }
 
-    /// Parses "t,x,y,z" with strtod, the fast path for millions of lines; nil if the line is not four numbers.
+    /// Parses "t,x,y,z"; nil if the line is not four numbers. Each number takes `RowNumber.parse`'s fast path
+    /// when it can and strtod's otherwise, with the same result either way.
     static func parseLine(_ line: UnsafePointer<CChar>) -> Sample? {
         var values = (0.0, 0.0, 0.0, 0.0)
         var cursor = UnsafeMutablePointer(mutating: line)
         for index in 0..<4 {
-            var end: UnsafeMutablePointer<CChar>?
-            let value = strtod(cursor, &end)
-            guard let stop = end, stop != cursor else { return nil }
+            guard let value = RowNumber.parse(&cursor) else { return nil }
             switch index {
             case 0: values.0 = value
             case 1: values.1 = value
             case 2: values.2 = value
             default: values.3 = value
             }
-            cursor = stop
             while cursor.pointee == 32 { cursor += 1 }
             if index < 3 {
                 guard cursor.pointee == 44 else { return nil }  // ','
@@ -175,4 +224,27 @@ public enum RecordingReader {
         guard cursor.pointee == 0 else { return nil }
         return Sample(time: values.0, x: values.1, y: values.2, z: values.3)
     }
+}
+
+/// Samples of a recording in file order, with the line each came from (for messages that name a line).
+public struct RecordingChunk: Sendable {
+    public var samples: [Sample] = []
+    /// `lines[i]` is the line number (from 1) of `samples[i]`.
+    public var lines: [Int] = []
+    /// How far into the file (compressed bytes) the reader is: progress against the file's size.
+    public var compressedOffset = 0
+
+    public init() {}
+}
+
+/// What one pass over a recording read and where its time went.
+public struct RecordingStreamStats: Sendable, Equatable {
+    public var lines = 0
+    public var samples = 0
+    /// In zlib: reading the file and inflating it (all of the reading for a plain file).
+    public var gunzipSeconds = 0.0
+    /// Splitting lines and parsing numbers: the reader's time less zlib's and the consumer's.
+    public var parseSeconds = 0.0
+
+    public init() {}
 }

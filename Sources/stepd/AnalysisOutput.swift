@@ -1,0 +1,154 @@
+import ArgumentParser
+import Foundation
+import Glibc
+import StepProcessing
+import StepProtocol
+
+/// What `stepd analyze` writes (docs/analysis.md has each format with an example).
+enum AnalysisFormat: String, ExpressibleByArgument, CaseIterable, Sendable {
+    /// One line: steps, duration, samples, detector (and gaps, when there are any).
+    case summary
+    /// steps, step_times, detector, samples, duration_s, and the days, bouts and gaps.
+    case json
+    /// `time,steps,cadence_spm,walking_s`, one row a recorded minute.
+    case minutes
+    /// `day,steps,distance_m,walking_min,bouts,peak_1min_spm,peak_30min_spm,recorded_min`.
+    case daily
+    /// `start,end,steps,cadence_spm`, one row a walking bout.
+    case bouts
+
+    /// The file a format is written to in `--output DIR`, after the recording's name.
+    func fileName(for name: String) -> String? {
+        switch self {
+        case .summary: return nil
+        case .json: return name + ".json"
+        case .minutes, .daily, .bouts: return "\(name).\(rawValue).csv"
+        }
+    }
+
+    static let minutesHeader = "time,steps,cadence_spm,walking_s"
+    static let dailyHeader = "day,steps,distance_m,walking_min,bouts,peak_1min_spm,peak_30min_spm,recorded_min"
+    static let boutsHeader = "start,end,steps,cadence_spm"
+}
+
+/// A file (or standard output) written through stdio's buffer.
+final class TextSink {
+    private let file: UnsafeMutablePointer<FILE>
+    private let owned: Bool
+    let path: String
+
+    /// Standard output.
+    init() {
+        file = stdout
+        owned = false
+        path = "standard output"
+    }
+
+    init(path: String) throws {
+        guard let file = fopen(path, "w") else {
+            throw AnalysisFailure(description: "cannot create \(path): \(String(cString: strerror(errno)))", status: .cantCreate)
+        }
+        self.file = file
+        owned = true
+        self.path = path
+    }
+
+    func line(_ text: String) {
+        fputs(text, file)
+        fputc(10, file)
+    }
+
+    func write(_ text: String) { fputs(text, file) }
+
+    func close() throws {
+        let failed = fflush(file) != 0 || ferror(file) != 0
+        let code = errno
+        if owned { fclose(file) }
+        if failed {
+            throw AnalysisFailure(description: "cannot write \(path): \(String(cString: strerror(code)))", status: .cantCreate)
+        }
+    }
+}
+
+/// The outputs of one recording: minutes and bouts are written as they complete, days and JSON at the end.
+final class AnalysisOutputs {
+    private let clock: AnalysisClock
+    private let labeler: TimeLabeler
+    private let strideMeters: Double
+    private var sinks: [AnalysisFormat: TextSink] = [:]
+    private var stepTimesWritten = 0
+    /// Step times kept for a JSON written later (several recordings' JSON on standard output, one a line).
+    let keepsStepTimes: Bool
+
+    /// `files`: format → path; `standardOutput`: the one format written to standard output, if any.
+    init(clock: AnalysisClock, strideMeters: Double, files: [AnalysisFormat: String], standardOutput: AnalysisFormat?,
+         keepsStepTimes: Bool = false) throws {
+        self.clock = clock
+        labeler = clock.makeTimeLabeler()
+        self.strideMeters = strideMeters
+        self.keepsStepTimes = keepsStepTimes
+        for (format, path) in files { sinks[format] = try TextSink(path: path) }
+        if let format = standardOutput, format != .summary { sinks[format] = TextSink() }
+        sinks[.minutes]?.line(AnalysisFormat.minutesHeader)
+        sinks[.bouts]?.line(AnalysisFormat.boutsHeader)
+        // The JSON's step times are written as they come, its other keys at the end: memory does not grow.
+        sinks[.json]?.write("{\"step_times\":[")
+    }
+
+    /// A step, at `time` on the recording's clock (as the JSON's step_times have always been).
+    func stepTime(_ time: Double) {
+        guard let sink = sinks[.json] else { return }
+        let rounded = (time * 1000).rounded() / 1000
+        let text = rounded.isFinite && rounded == rounded.rounded() && abs(rounded) < 1e15 ? String(Int(rounded)) : "\(rounded)"
+        sink.write(stepTimesWritten == 0 ? text : "," + text)
+        stepTimesWritten += 1
+    }
+
+    func minute(_ bin: MinuteBin) {
+        guard let sink = sinks[.minutes] else { return }
+        sink.line("\(labeler.label(bin.startSeconds)),\(bin.steps),\(Self.decimal(bin.cadenceStepsPerMinute)),\(Self.decimal(bin.walkingSeconds))")
+    }
+
+    func bout(_ bout: ActivityBout) {
+        guard let sink = sinks[.bouts] else { return }
+        sink.line("\(labeler.label(bout.start, fractional: true)),\(labeler.label(bout.end, fractional: true)),"
+                  + "\(bout.steps),\(Self.decimal(bout.cadenceStepsPerMinute))")
+    }
+
+    /// Writes the days and the JSON, and closes every file.
+    func finish(_ result: AnalysisResult) throws {
+        if let sink = sinks[.daily] {
+            sink.line(AnalysisFormat.dailyHeader)
+            for day in result.days {
+                sink.line([clock.dayLabel(day.day), String(day.steps), Self.decimal(Double(day.steps) * strideMeters),
+                           Self.decimal(day.walkingSeconds / 60), String(day.bouts),
+                           day.peakOneMinuteStepsPerMinute.map(String.init) ?? "",
+                           day.peakThirtyMinuteStepsPerMinute.map(Self.decimal) ?? "", String(day.recordedMinutes)]
+                    .joined(separator: ","))
+            }
+        }
+        if let sink = sinks[.json] {
+            // "{...rest}" without its brace closes the object whose step_times were written as they came.
+            let rest = try result.json(clock: clock, strideMeters: strideMeters, stepTimes: nil)
+            sink.line("]," + rest.dropFirst())
+        }
+        var firstError: Error?
+        for sink in sinks.values {
+            do { try sink.close() } catch { firstError = firstError ?? error }
+        }
+        if let firstError { throw firstError }
+    }
+
+    /// One decimal, as the protocol rounds cadences and distances.
+    static func decimal(_ value: Double) -> String {
+        guard value.isFinite else { return "" }
+        let rounded = (value * 10).rounded() / 10
+        return rounded == rounded.rounded() ? String(Int(rounded)) : String(format: "%.1f", rounded)
+    }
+}
+
+/// Why one recording could not be analysed, with the exit status it stands for.
+struct AnalysisFailure: Error, CustomStringConvertible {
+    let description: String
+    let status: ExitStatus
+}

@@ -1,0 +1,247 @@
+import Foundation
+import StepAcquisition
+import StepProcessing
+import StepProtocol
+
+/// One recording's single pass: read in chunks → timeline repair → the daemon's StepPipeline → activity
+/// analysis → outputs. Memory stays the same whatever the recording's length (the step times are kept only
+/// for the JSON, 8 bytes a step).
+///
+/// `run` is the one place where a recording's pipeline is built (`makePipeline`) and its samples flow
+/// (`feed`); a second input of the same recording (a pressure file beside it) joins here.
+final class RecordingAnalysis {
+    struct Settings: Sendable {
+        var detector: StepDetectorKind
+        /// The Unix time of the recording's t = 0, from `--start`; nil when unknown.
+        var startUnixSeconds: Double?
+        var strideMeters: Double
+        var timeZone = TimeZone.current
+    }
+
+    let path: String
+    let settings: Settings
+    private let makeOutputs: (AnalysisClock) throws -> AnalysisOutputs
+
+    init(path: String, settings: Settings, makeOutputs: @escaping (AnalysisClock) throws -> AnalysisOutputs) {
+        self.path = path
+        self.settings = settings
+        self.makeOutputs = makeOutputs
+    }
+
+    /// The step chain, exactly as the daemon's Engine builds it: the same detector at the same 60 Hz.
+    private func makePipeline() -> StepPipeline {
+        StepPipeline(detector: settings.detector.make(sampleRateHz: 60))
+    }
+
+    /// Runs the pass. `progress` gets the compressed bytes read and the samples so far, after each chunk.
+    func run(progress: (Int, Int) -> Void) throws -> AnalysisResult {
+        let pipeline = makePipeline()
+        var state: PassState?
+        var result = AnalysisResult(path: path, detector: settings.detector.rawValue)
+        let started = RecordingReader.monotonicSeconds()
+        do {
+            result.read = try RecordingReader.stream(path: path) { chunk in
+                if state == nil {
+                    state = try PassState(first: chunk.samples[0], settings: settings, makeOutputs: makeOutputs)
+                    result.startIgnored = settings.startUnixSeconds != nil && state!.clock.unixOffsetSeconds == 0
+                }
+                try state!.feed(&chunk, into: pipeline, result: &result)
+                progress(chunk.compressedOffset, result.samples)
+            }
+        } catch let error as RecordingError where error.isCutShort && state != nil {
+            if case .corruptGzip(_, let line, _) = error { result.cutShortAfterLine = line }
+        } catch let error as RecordingError {
+            throw AnalysisFailure(description: "\(error)", status: error.isMissingInput ? .noInput : .dataError)
+        }
+        guard var state else { throw AnalysisFailure(description: "\(path): no samples", status: .dataError) }
+        try state.finish(pipeline: pipeline, result: &result)
+        result.wallSeconds = RecordingReader.monotonicSeconds() - started
+        return result
+    }
+}
+
+/// The state of one pass once its first sample has said which clock the recording keeps.
+private struct PassState {
+    var timeline = RecordingTimeline()
+    var activity: ActivityAnalysis
+    let outputs: AnalysisOutputs
+    let clock: AnalysisClock
+    var stepBuffer: [Double] = []
+
+    init(first: Sample, settings: RecordingAnalysis.Settings, makeOutputs: (AnalysisClock) throws -> AnalysisOutputs) throws {
+        // A `t` in Unix time is absolute as it stands; otherwise `--start` (if given) is the time of t = 0.
+        let unixTime = first.time >= AnalysisClock.unixTimeThreshold
+        clock = AnalysisClock(unixOffsetSeconds: unixTime ? 0 : settings.startUnixSeconds, timeZone: settings.timeZone)
+        var configuration = ActivityAnalysis.Configuration()
+        configuration.clockOffsetSeconds = clock.analysisOffsetSeconds
+        configuration.dayOf = clock.dayOf
+        activity = ActivityAnalysis(configuration: configuration)
+        outputs = try makeOutputs(clock)
+    }
+
+    mutating func feed(_ chunk: inout RecordingChunk, into pipeline: StepPipeline, result: inout AnalysisResult) throws {
+        let firstIndex = result.samples
+        // Local copies while closures use them: no overlapping access to self.
+        var timeline = self.timeline, activity = self.activity
+        defer { self.timeline = timeline; self.activity = activity }
+        let lines = chunk.lines
+        timeline.repair(&chunk.samples, cover: { activity.cover(from: $0, to: $1) }) { event in
+            switch event {
+            case .gap(_, let from, let to):
+                result.longestGapSeconds = max(result.longestGapSeconds, to - from)
+            case .clockBack(let index, let seconds):
+                if result.firstClockBack == nil { result.firstClockBack = (lines[index], seconds) }
+            }
+        }
+        if firstIndex == 0 { result.firstTime = chunk.samples.first { $0.time.isFinite }?.time }
+        let t0 = RecordingReader.monotonicSeconds()
+        var steps = stepBuffer
+        steps.removeAll(keepingCapacity: true)
+        pipeline.process(chunk.samples) { steps.append($0) }
+        result.pipelineSeconds += RecordingReader.monotonicSeconds() - t0
+        let outputs = self.outputs
+        for t in steps {
+            activity.step(at: t) { outputs.bout($0) }
+            outputs.stepTime(t)
+            if outputs.keepsStepTimes { result.stepTimes.append(t) }
+        }
+        stepBuffer = steps
+        result.samples += chunk.samples.count
+        if let latest = timeline.latestTime {
+            result.lastTime = latest
+            activity.advance(to: latest, minute: { outputs.minute($0) }, bout: { outputs.bout($0) })
+        }
+    }
+
+    mutating func finish(pipeline: StepPipeline, result: inout AnalysisResult) throws {
+        let outputs = self.outputs
+        activity.finish(minute: { outputs.minute($0) }, bout: { outputs.bout($0) })
+        result.steps = activity.totalSteps
+        result.samplesRejected = pipeline.samplesRejected
+        result.days = activity.days
+        result.bouts = activity.bouts
+        result.gaps = timeline.gaps
+        result.gapSeconds = timeline.gapSeconds
+        result.clockJumpsBack = timeline.clockJumpsBack
+        result.clock = clock
+        try outputs.finish(result)
+    }
+}
+
+/// What one recording gave: counts, days, and where the time went.
+struct AnalysisResult {
+    var path: String
+    var detector: String
+    var steps = 0
+    var samples = 0
+    var samplesRejected = 0
+    var firstTime: Double?
+    var lastTime: Double?
+    /// Only for several recordings' JSON on standard output; a file's JSON writes them as they come.
+    var stepTimes: [Double] = []
+    var days: [DaySummary] = []
+    var bouts = 0
+    var gaps = 0
+    var gapSeconds = 0.0
+    var longestGapSeconds = 0.0
+    var clockJumpsBack = 0
+    /// The line where the clock first went back, and by how much.
+    var firstClockBack: (line: Int, seconds: Double)?
+    /// `--start` was given for a recording whose t is Unix time already.
+    var startIgnored = false
+    /// Set when the gzip stream ended early: the last line read.
+    var cutShortAfterLine: Int?
+    var read = RecordingStreamStats()
+    var pipelineSeconds = 0.0
+    var wallSeconds = 0.0
+    var clock = AnalysisClock(unixOffsetSeconds: nil)
+
+    init(path: String, detector: String) {
+        self.path = path
+        self.detector = detector
+    }
+
+    var durationSeconds: Double { (lastTime ?? 0) - (firstTime ?? 0) }
+
+    var walkingSeconds: Double { days.reduce(0) { $0 + $1.walkingSeconds } }
+
+    /// The one line `stepd analyze` prints for the recording (the first part is what it always printed).
+    var summaryLine: String {
+        var details = ["\(samples) samples", "detector \(detector)"]
+        if gaps > 0 { details.append(String(format: "%d gap%@, %.1f h not recorded", gaps, gaps == 1 ? "" : "s", gapSeconds / 3600)) }
+        return "\(path): \(steps) steps in \(String(format: "%.1f", durationSeconds)) s (\(details.joined(separator: ", ")))"
+    }
+
+    /// The warnings a user must see, once each: a clock that went back, a stream cut short.
+    var warnings: [String] {
+        var lines: [String] = []
+        if let (line, seconds) = firstClockBack {
+            lines.append(String(format: "%@:%d: the clock goes back %.3f s; the samples from here on are moved to follow on", path, line, seconds)
+                         + (clockJumpsBack > 1 ? " (\(clockJumpsBack) jumps back in all, each treated alike)" : ""))
+        }
+        if startIgnored {
+            lines.append("\(path): its t is Unix time already (\(String(format: "%.0f", firstTime ?? 0)) at the start); --start is ignored for it")
+        }
+        if let line = cutShortAfterLine {
+            lines.append("\(path): the gzip stream is cut short after line \(line); analysed up to the last whole row")
+        }
+        return lines
+    }
+
+    /// The split of one pass's time, for `--verbose`.
+    var timingLine: String {
+        let rest = max(0, wallSeconds - read.gunzipSeconds - read.parseSeconds - pipelineSeconds)
+        return String(format: "  %.2f s: gunzip %.2f s, parse %.2f s, pipeline %.2f s, analysis and output %.2f s; %.2f million samples/s",
+                      wallSeconds, read.gunzipSeconds, read.parseSeconds, pipelineSeconds, rest,
+                      Double(samples) / max(wallSeconds, 1e-9) / 1e6)
+    }
+
+    struct JSONDay: Encodable {
+        var day: String
+        var steps: Int
+        var distance_m: Double
+        var walking_min: Double
+        var bouts: Int
+        var peak_1min_spm: Int?
+        var peak_30min_spm: Double?
+        var recorded_min: Int
+    }
+
+    struct JSONBody: Encodable {
+        var steps: Int
+        var step_times: [Double]?
+        var detector: String
+        var samples: Int
+        var samples_rejected: Int
+        var duration_s: Double
+        var start: String?
+        var walking_s: Double
+        var bouts: Int
+        var gaps: Int
+        var gap_s: Double
+        var clock_jumps_back: Int
+        var cut_short: Bool
+        var days: [JSONDay]
+    }
+
+    /// The JSON object; `stepTimes` nil leaves the key out.
+    func json(clock: AnalysisClock, strideMeters: Double, stepTimes: [Double]?) throws -> String {
+        func round(_ value: Double, _ scale: Double) -> Double { value.isFinite ? (value * scale).rounded() / scale : 0 }
+        let labeler = clock.makeTimeLabeler()
+        let body = JSONBody(
+            steps: steps, step_times: stepTimes?.map { round($0, 1000) }, detector: detector, samples: samples,
+            samples_rejected: samplesRejected, duration_s: round(durationSeconds, 1000),
+            start: clock.unixOffsetSeconds.flatMap { offset in firstTime.map { labeler.label($0 + offset, fractional: true) } },
+            walking_s: round(walkingSeconds, 10), bouts: bouts, gaps: gaps, gap_s: round(gapSeconds, 10),
+            clock_jumps_back: clockJumpsBack, cut_short: cutShortAfterLine != nil,
+            days: days.map { day in
+                JSONDay(day: clock.dayLabel(day.day), steps: day.steps, distance_m: round(Double(day.steps) * strideMeters, 10),
+                        walking_min: round(day.walkingSeconds / 60, 10), bouts: day.bouts,
+                        peak_1min_spm: day.peakOneMinuteStepsPerMinute,
+                        peak_30min_spm: day.peakThirtyMinuteStepsPerMinute.map { round($0, 10) }, recorded_min: day.recordedMinutes)
+            })
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return String(decoding: try encoder.encode(body), as: UTF8.self)
+    }
+}

@@ -1,0 +1,184 @@
+import Foundation
+import StepAcquisition
+import StepProcessing
+import XCTest
+
+/// `stepd analyze` as researchers run it: streaming over real recordings, per-minute, daily and bout files,
+/// many files at once, and long recordings' faults (gaps, a clock that jumps back, a gzip cut short).
+final class AnalyzeCommandTests: XCTestCase {
+    private func json(_ text: String) throws -> [String: Any] {
+        try XCTUnwrap(JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], text)
+    }
+
+    /// Rows of a CSV file without its header, split at commas.
+    private func rows(_ path: String) throws -> [[String]] {
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        return text.split(separator: "\n").dropFirst().map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
+    }
+
+    /// The recording loaded whole and run through the pipeline in one call: how analyze counted before it streamed.
+    private func wholeFileCount(_ path: String) throws -> Int {
+        let pipeline = StepPipeline(detector: StepDetectorKind.default.make(sampleRateHz: 60))
+        var steps = 0
+        pipeline.process(try RecordingReader.read(path: path)) { _ in steps += 1 }
+        return steps
+    }
+
+    /// Writes samples as a t,x,y,z CSV.
+    private func write(_ samples: [Sample], to path: String) throws {
+        var text = "t,x,y,z\n"
+        for s in samples { text += "\(s.time),\(s.acceleration.x),\(s.acceleration.y),\(s.acceleration.z)\n" }
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+    }
+
+    private func shifted(_ samples: [Sample], by seconds: Double) -> [Sample] {
+        samples.map { var s = $0; s.time += seconds; return s }
+    }
+
+    func testEverySharedRecordingInParallelCountsAsTheWholeFilePipelineAndItsMinutesSumToTheTotal() throws {
+        let root = try Binaries.sharedData("steps")
+        let files = try FileManager.default.subpathsOfDirectory(atPath: root.path)
+            .filter { $0.hasSuffix("accel.csv.gz") }.sorted().map { root.appendingPathComponent($0).path }
+        XCTAssertGreaterThanOrEqual(files.count, 49)
+        let out = try TemporaryDirectory()
+        let result = try runCommand(Binaries.stepd, ["analyze", "--output", out.path] + files, timeout: 300)
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertFalse(result.stderr.contains("\r"), "no progress line when standard error is not a terminal")
+        let lines = result.stdout.split(separator: "\n")
+        XCTAssertEqual(lines.count, files.count + 1, "one line a file and a total")
+        XCTAssertTrue(lines.last!.hasPrefix("total: "), String(lines.last!))
+        var total = 0
+        for (file, line) in zip(files, lines) {
+            XCTAssertTrue(line.hasPrefix(file + ": "), "in the order given: \(line)")
+            // Every accel.csv.gz clashes with the others: NAME is folder-accel.
+            let name = URL(fileURLWithPath: file).deletingLastPathComponent().lastPathComponent + "-accel"
+            let summary = try json(String(contentsOfFile: out.file(name + ".json"), encoding: .utf8))
+            let steps = try XCTUnwrap(summary["steps"] as? Int)
+            XCTAssertEqual(steps, try wholeFileCount(file), "streaming changes nothing: \(file)")
+            XCTAssertTrue(line.contains(": \(steps) steps in "), String(line))
+            let minuteSteps = try rows(out.file(name + ".minutes.csv")).reduce(0) { $0 + Int($1[1])! }
+            XCTAssertEqual(minuteSteps, steps, "\(name): minutes sum to the total")
+            let daySteps = try rows(out.file(name + ".daily.csv")).reduce(0) { $0 + Int($1[1])! }
+            XCTAssertEqual(daySteps, steps, "\(name): days sum to the total")
+            for bout in try rows(out.file(name + ".bouts.csv")) {
+                XCTAssertGreaterThanOrEqual(Int(bout[2])!, 10, "\(name): a bout has at least 10 steps")
+                XCTAssertLessThanOrEqual(Double(bout[0])!, Double(bout[1])!)
+            }
+            total += steps
+        }
+        XCTAssertTrue(lines.last!.hasPrefix("total: \(total) steps in \(files.count) files"), String(lines.last!))
+    }
+
+    func testAGapStaysAGapAndIsNotInterpolated() throws {
+        let dir = try TemporaryDirectory()
+        let walk = try RecordingReader.read(path: Binaries.bundledRecording)
+        let gapped = dir.file("gapped.csv")
+        try write(walk + shifted(walk, by: 3 * 3600), to: gapped)
+        let result = try runCommand(Binaries.stepd, ["analyze", "--output", dir.path, "--format", "minutes", "--format", "json", gapped])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertTrue(result.stdout.contains("1 gap, 3.0 h not recorded"), result.stdout)
+        let summary = try json(String(contentsOfFile: dir.file("gapped.json"), encoding: .utf8))
+        XCTAssertEqual(summary["gaps"] as? Int, 1)
+        let single = try wholeFileCount(Binaries.bundledRecording)
+        XCTAssertEqual(Double(try XCTUnwrap(summary["steps"] as? Int)), Double(2 * single), accuracy: 1)
+        let minutes = try rows(dir.file("gapped.minutes.csv")).map { Int($0[0])! }
+        XCTAssertEqual(minutes, [0, 60, 10800, 10860], "no minute of the three hours between is listed")
+    }
+
+    func testAClockThatJumpsBackIsReportedOnceWithItsLineAndCountedOn() throws {
+        let dir = try TemporaryDirectory()
+        let walk = try RecordingReader.read(path: Binaries.bundledRecording)
+        let jumpy = dir.file("jumpy.csv")
+        try write(walk + walk + walk, to: jumpy)   // back to t = 0 twice
+        let result = try runCommand(Binaries.stepd, ["analyze", "--json", jumpy])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        // Line 1 is the header; the first repeat's rows are lines 2...10002.
+        let warnings = result.stderr.split(separator: "\n").filter { $0.contains("the clock goes back") }
+        XCTAssertEqual(warnings.count, 1, result.stderr)
+        XCTAssertTrue(warnings[0].hasPrefix("stepd: \(jumpy):\(walk.count + 2): the clock goes back 100."), String(warnings[0]))
+        XCTAssertTrue(warnings[0].contains("(2 jumps back in all"), String(warnings[0]))
+        let summary = try json(result.stdout)
+        XCTAssertEqual(summary["clock_jumps_back"] as? Int, 2)
+        // The walk runs on across each seam, which may join a step or two there.
+        XCTAssertEqual(Double(try XCTUnwrap(summary["steps"] as? Int)), Double(3 * (try wholeFileCount(Binaries.bundledRecording))), accuracy: 4)
+        let times = try XCTUnwrap(summary["step_times"] as? [Double])
+        XCTAssertEqual(times, times.sorted(), "the clock carried on: steps stay in order")
+    }
+
+    func testATruncatedGzipIsAnalysedUpToTheLastWholeRowWithAWarning() throws {
+        let dir = try TemporaryDirectory()
+        let whole = try Data(contentsOf: URL(fileURLWithPath: Binaries.bundledRecording))
+        let cut = dir.file("cut.csv.gz")
+        try whole.prefix(whole.count * 2 / 3).write(to: URL(fileURLWithPath: cut))
+        let result = try runCommand(Binaries.stepd, ["analyze", "--json", cut])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let match = try XCTUnwrap(result.stderr.range(of: #"cut short after line (\d+);"#, options: .regularExpression), result.stderr)
+        let line = Int(result.stderr[match].filter(\.isNumber))!
+        let summary = try json(result.stdout)
+        XCTAssertEqual(summary["samples"] as? Int, line - 1, "every row up to the cut, the header aside")
+        XCTAssertEqual(summary["cut_short"] as? Bool, true)
+        // The same rows as a plain file count the same steps.
+        let plain = dir.file("rows.csv")
+        _ = try runCommand("/bin/sh", ["-c", "gzip -dc '\(cut)' 2>/dev/null | head -n \(line) > '\(plain)'"])
+        let again = try json(try runCommand(Binaries.stepd, ["analyze", "--json", plain]).stdout)
+        XCTAssertEqual(summary["steps"] as? Int, again["steps"] as? Int)
+        XCTAssertGreaterThan(try XCTUnwrap(summary["steps"] as? Int), 50)
+    }
+
+    func testStartAndUnixTimeGiveWallClockMinutesAndDays() throws {
+        let dir = try TemporaryDirectory()
+        let started = try runCommand(Binaries.stepd, ["analyze", "--start", "2026-11-20T23:59:00+01:00", "--format", "minutes",
+                                                      Binaries.bundledRecording])
+        XCTAssertEqual(started.status, 0, started.stderr)
+        XCTAssertEqual(started.stdout.split(separator: "\n").map { $0.split(separator: ",")[0] },
+                       ["time", "2026-11-20T23:59:00+01:00", "2026-11-21T00:00:00+01:00"])
+        let daily = try runCommand(Binaries.stepd, ["analyze", "--start", "2026-11-20T23:59:00+01:00", "--format", "daily",
+                                                    Binaries.bundledRecording])
+        XCTAssertEqual(daily.stdout.split(separator: "\n").dropFirst().map { $0.split(separator: ",")[0] }, ["2026-11-20", "2026-11-21"])
+
+        let walk = try RecordingReader.read(path: Binaries.bundledRecording)
+        let unix = dir.file("unix.csv")
+        try write(shifted(walk, by: 1_795_132_800), to: unix)   // 2026-11-20T00:00:00Z
+        let result = try runCommand(Binaries.stepd, ["analyze", "--format", "bouts", unix], environment: ["TZ": "UTC"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        let bout = try XCTUnwrap(result.stdout.split(separator: "\n").dropFirst().first, result.stdout)
+        XCTAssertTrue(bout.hasPrefix("2026-11-20T00:00:02."), String(bout))
+        let both = try runCommand(Binaries.stepd, ["analyze", "--start", "2026-11-20T08:00:00Z", unix])
+        XCTAssertEqual(both.status, 0, both.stderr)
+        XCTAssertTrue(both.stderr.contains("its t is Unix time already (1795132800 at the start); --start is ignored"), both.stderr)
+        let bad = try runCommand(Binaries.stepd, ["analyze", "--start", "yesterday", Binaries.bundledRecording])
+        XCTAssertEqual(bad.status, 64)
+        XCTAssertTrue(bad.stderr.contains("--start: expected an ISO-8601 time"), bad.stderr)
+    }
+
+    func testAFileThatCannotBeReadIsNamedAndTheOthersAreStillAnalysed() throws {
+        let dir = try TemporaryDirectory()
+        try "t,x,y,z\n0,1,2,3\n0.01,1,two,3\n".write(toFile: dir.file("bad.csv"), atomically: true, encoding: .utf8)
+        let result = try runCommand(Binaries.stepd, ["analyze", Binaries.bundledRecording, dir.file("bad.csv")])
+        XCTAssertEqual(result.status, 65, "EX_DATAERR: \(result.stderr)")
+        XCTAssertTrue(result.stderr.contains("bad.csv:3: expected four numbers"), result.stderr)
+        XCTAssertTrue(result.stdout.hasPrefix(Binaries.bundledRecording + ": "), result.stdout)
+        XCTAssertTrue(result.stdout.contains("total: "), result.stdout)
+        let missing = try runCommand(Binaries.stepd, ["analyze", dir.file("nope.csv.gz")])
+        XCTAssertEqual(missing.status, 66, "EX_NOINPUT: \(missing.stderr)")
+        let usage = try runCommand(Binaries.stepd, ["analyze", "--format", "minutes", Binaries.bundledRecording, Binaries.bundledRecording])
+        XCTAssertEqual(usage.status, 64)
+        XCTAssertTrue(usage.stderr.contains("needs --output DIR"), usage.stderr)
+    }
+
+    /// On a terminal (script(1) gives one) a progress line comes and goes on standard error; piped, none (the
+    /// shared-sets test above checks that).
+    func testAProgressLineShowsOnATerminal() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/script") else { throw XCTSkip("needs script(1) from util-linux") }
+        let root = try Binaries.sharedData("steps/oxford-phone")
+        let files = try FileManager.default.subpathsOfDirectory(atPath: root.path)
+            .filter { $0.hasSuffix("accel.csv.gz") }.sorted().map { root.appendingPathComponent($0).path }
+        // Each file listed twice: a debug build takes well over the half second between progress lines.
+        let command = ([Binaries.stepd, "analyze", "--jobs", "1"] + files + files).map { "'\($0)'" }.joined(separator: " ")
+        let result = try runCommand("/usr/bin/script", ["-qec", command + " >/dev/null", "/dev/null"], timeout: 300)
+        XCTAssertEqual(result.status, 0, result.stdout)
+        XCTAssertTrue(result.stdout.range(of: #"\[\d+/\#(files.count * 2) files\] [0-9.]+ million samples/s"#, options: .regularExpression) != nil,
+                      result.stdout)
+        XCTAssertTrue(result.stdout.hasSuffix("\r\u{1B}[K"), "the line is cleared at the end")
+    }
+}

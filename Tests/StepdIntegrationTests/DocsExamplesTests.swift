@@ -15,9 +15,12 @@ final class DocsExamplesTests: XCTestCase {
         // A walk, a 90 s stay and a walk out of the visit radius, so that position, track and visits show all.
         let (log, _) = try NMEAWalk.generate(["--hdop", "0.5", "walk:120", "stay:90", "walk:200"], into: directory, name: "docs")
         let port = GPSDFake.freePort()
+        // A broker too, so that STATUS shows its `mqtt` object (docs/protocol.md, docs/fleet.md).
+        let broker = try MosquittoBroker(directory: directory)
         let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--speed", "4", "--loop",
                                             "--gpsd", "127.0.0.1:\(port)", "--gps-retry-s", "0.2",
-                                            "--visit-min-stay-s", "60"], directory: directory)
+                                            "--visit-min-stay-s", "60", "--mqtt-url", "mqtt://127.0.0.1:\(broker.port)",
+                                            "--mqtt-device-id", "docs"], directory: directory)
         let fake = try GPSDFake(log: log, port: port, cycleSeconds: 0.002, directory: directory)
         defer { fake.stop() }
         try daemon.waitUntil(timeout: 90, "steps, a fix and a visit") { status in

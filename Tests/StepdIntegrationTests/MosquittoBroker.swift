@@ -68,29 +68,44 @@ final class MosquittoBroker {
     }
 }
 
-/// `mosquitto_sub` (Debian `mosquitto-clients`) writing `topic payload` lines to a file as they arrive.
+/// `mosquitto_sub` (Debian `mosquitto-clients`) writing `time qos topic payload` lines to a file as they arrive:
+/// the time it received each message (so a test can see a publisher's rate) and the QoS it came with.
 final class MosquittoSubscriber {
     let process = Process()
     let outputPath: String
 
     init(broker: MosquittoBroker, topics: [String], arguments: [String] = []) throws {
         outputPath = broker.directory.file("sub-\(UUID().uuidString.prefix(6)).txt")
-        FileManager.default.createFile(atPath: outputPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
         process.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_sub")
-        process.arguments = ["-h", "127.0.0.1", "-p", String(broker.port), "-v"] + topics.flatMap { ["-t", $0] } + arguments
+        // %U: Unix time with nanoseconds; %q: the QoS delivered, the lower of the publisher's and the subscription's.
+        process.arguments = ["-h", "127.0.0.1", "-p", String(broker.port), "-F", "%U %q %t %p"]
+            + topics.flatMap { ["-t", $0] } + arguments
         process.standardOutput = FileHandle(forWritingAtPath: outputPath)
         process.standardError = FileHandle.nullDevice
         try process.run()
     }
 
-    /// The (topic, payload) pairs received so far.
-    var messages: [(topic: String, payload: String)] {
+    struct Message {
+        /// When mosquitto_sub received it.
+        var received: Date
+        var qos: Int
+        var topic: String
+        var payload: String
+    }
+
+    /// The messages received so far, in the order they arrived.
+    var received: [Message] {
         let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
         return text.split(separator: "\n").compactMap { line in
-            guard let space = line.firstIndex(of: " ") else { return nil }
-            return (String(line[..<space]), String(line[space...].dropFirst()))
+            let fields = line.split(separator: " ", maxSplits: 3, omittingEmptySubsequences: false)
+            guard fields.count == 4, let time = Double(fields[0]), let qos = Int(fields[1]) else { return nil }
+            return Message(received: Date(timeIntervalSince1970: time), qos: qos, topic: String(fields[2]), payload: String(fields[3]))
         }
     }
+
+    /// The (topic, payload) pairs received so far.
+    var messages: [(topic: String, payload: String)] { received.map { ($0.topic, $0.payload) } }
 
     /// Polls until `condition` holds for the messages received, or fails after `timeout`.
     @discardableResult

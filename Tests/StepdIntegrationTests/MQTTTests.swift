@@ -30,10 +30,11 @@ final class MQTTTests: XCTestCase {
     /// key, holds exactly the daemon's minute bins from `history`, in order. On the way: the retained status,
     /// steps and Home Assistant discovery, `offline` from the last will after kill -9 and from a clean stop.
     ///
-    /// Why it takes 40-100 s (~95 s typical) and cannot get shorter without testing less: the bins are wall-clock
-    /// minutes, and the last one with steps is sent only when it is final, 12 s after its end
-    /// (FinishedMinutes.delaySeconds). So the test lasts the 20 restarts (each at least libmosquitto's 1 s
-    /// reconnect delay, ~25 s in all), then up to 60 s until the minute in progress ends, then 12 s. Stopping the
+    /// Why it takes 40-100 s (44 s and 95 s measured; it depends on where in a minute it starts) and cannot get
+    /// shorter without testing less: the bins are wall-clock minutes, and the last one with steps is sent only
+    /// when it is final, 12 s after its end (FinishedMinutes.delaySeconds). So the test lasts the 20 restarts
+    /// (each at least libmosquitto's 1 s reconnect delay, ~25 s in all), then up to 60 s until the minute in
+    /// progress ends, then 12 s. Stopping the
     /// replay just before a minute's end changes nothing (that end is the same wait); leaving the minute in
     /// progress out of the comparison, or doing the last restarts after the replay, would save the 0-60 s but no
     /// longer check every minute of the replay, the minute of the kill among them, through the outages.

@@ -33,10 +33,11 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
-        // Thin C shims: translate libiio / libgps / zlib into plain functions and structs, no logic.
+        // Thin C shims: translate libiio / libgps / zlib / libmosquitto into plain functions and structs, no logic.
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .target(name: "CIIO", path: "Sources/CIIO", linkerSettings: [.linkedLibrary("iio")]),
         .target(name: "CGPS", path: "Sources/CGPS", linkerSettings: [.linkedLibrary("gps")]),
+        .target(name: "CMosquitto", path: "Sources/CMosquitto", linkerSettings: [.linkedLibrary("mosquitto")]),
 
         // Pure logic, no I/O: samples, resampling, filters, step detectors, geodesy.
         .target(name: "StepProcessing", path: "Sources/StepProcessing"),
@@ -46,9 +47,9 @@ let package = Package(
         ], path: "Sources/StepAcquisition"),
         // The wire protocol's messages, shared by the daemon and its clients.
         .target(name: "StepProtocol", path: "Sources/StepProtocol"),
-        // The daemon's engine: the processing queue, the socket server.
+        // The daemon's engine: the processing queue, the socket server, the MQTT publisher (Fleet/).
         .target(name: "StepService", dependencies: [
-            "StepProcessing", "StepAcquisition", "StepProtocol",
+            "StepProcessing", "StepAcquisition", "StepProtocol", "CMosquitto",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

@@ -68,6 +68,8 @@ public struct StatusMessage: Codable, Sendable {
     public var store: StoreStatusMessage?
     /// The link to gpsd and the fix (LocationMessages.swift).
     public var gps: GPSStatus?
+    /// The link to the MQTT broker and the outbox (FleetMessages.swift); absent without `--mqtt-url`.
+    public var mqtt: MQTTStatusMessage?
     /// The daemon's time zone, which its days and "today" follow: an IANA name ("Europe/Berlin") and the
     /// offset from UTC now, in seconds east, for a client that does not know the name.
     public var time_zone: String?

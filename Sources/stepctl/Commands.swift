@@ -25,7 +25,18 @@ struct Status: ParsableCommand {
             if let error = store["error"] as? String { state += " (\(error))" }
             emit("store:    \(store["path"] ?? "-"): \(state), keeps \(store["retention_days"] ?? "-") days")
         }
+        if let mqtt = o["mqtt"] as? [String: Any] { emit("mqtt:     \(describe(mqtt: mqtt))") }
     }
+}
+
+/// The `mqtt` line of `stepctl status`: the link, and what waits in the outbox.
+func describe(mqtt o: [String: Any]) -> String {
+    let state = o["state"] as? String ?? "-"
+    var text = "\(state) \(state == "disconnected" ? "from" : "to") \(o["broker"] ?? "-") as \(o["topic_prefix"] ?? "-")"
+    if let error = o["error"] as? String { text += " (\(error))" }
+    text += "; \(o["queued"] ?? 0) queued"
+    if let ack = o["last_ack"] as? String { text += ", last acknowledged \(ack)" }
+    return text
 }
 
 struct Steps: ParsableCommand {

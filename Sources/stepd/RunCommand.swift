@@ -36,8 +36,11 @@ struct Run: ParsableCommand {
 
     @OptionGroup(title: "Position (gpsd)") var gps: GPSOptions
 
+    @OptionGroup(title: "MQTT (a fleet of devices, docs/fleet.md)") var mqtt: MQTTOptions
+
     func validate() throws {
         try gps.validate()
+        try mqtt.validate()
         if demo && replay != nil {
             throw ValidationError("--demo plays the bundled recording and --replay another one: give one of them")
         }
@@ -61,6 +64,7 @@ struct Run: ParsableCommand {
         engineConfiguration.detector = StepDetectorKind(rawValue: detector)!
         engineConfiguration.heightMeters = height
         let gpsSource = try gps.makeSource(configuring: &engineConfiguration.location)
+        let fleetConfiguration = try mqtt.configuration()
         let engine = Engine(configuration: engineConfiguration)
         // A demo keeps its history in a directory of its own, removed at exit (SourceChoice.swift).
         let demoState: DemoStateDirectory?
@@ -68,16 +72,22 @@ struct Run: ParsableCommand {
             throw StartFailure(description: "\(error)", status: .cantCreate)
         }
         if let demoState { service.stateDir = demoState.path }
-        do { try serve(source: source, engine: engine, gpsSource: gpsSource, demoState: demoState, logger: logger) } catch {
+        do {
+            try serve(source: source, engine: engine, gpsSource: gpsSource, fleet: fleetConfiguration, demoState: demoState,
+                      logger: logger)
+        } catch {
             demoState?.remove()
             throw error
         }
     }
 
-    private func serve(source: SampleSource, engine: Engine, gpsSource: GPSDSource?, demoState: DemoStateDirectory?,
-                       logger: Logger) throws {
+    private func serve(source: SampleSource, engine: Engine, gpsSource: GPSDSource?, fleet fleetConfiguration: FleetConfiguration?,
+                       demoState: DemoStateDirectory?, logger: Logger) throws {
         let runtime = ServiceRuntime(options: service, engine: engine, logger: logger)
         runtime.openStore()
+        // Before the source starts, so that no step or visit goes by unpublished.
+        let fleet = fleetConfiguration.map { FleetPublisher(configuration: $0, store: runtime.store, engine: engine) }
+        do { try fleet?.start() } catch { throw StartFailure(description: "\(error)", status: .config) }
 
         let passed: (descriptor: CInt, path: String?)?
         do { passed = try runtime.passedSocket() } catch {
@@ -93,6 +103,7 @@ struct Run: ParsableCommand {
         serverConfiguration.maximumUnsentBytes = maxUnsentKib * 1024
         let server = ProtocolServer(configuration: serverConfiguration, engine: engine)
         server.store = runtime.store
+        server.fleet = fleet
         do {
             if let passed { try server.start(adoptingListeningSocket: passed.descriptor) } else { try server.start() }
         } catch { throw StartFailure.serving(error) }
@@ -110,6 +121,7 @@ struct Run: ParsableCommand {
         ShutdownHandler.install(logger: logger) {
             source.stop()
             gpsSource?.stop()
+            fleet?.stop()
             runtime.stop()
             server.stop()
             demoState?.remove()

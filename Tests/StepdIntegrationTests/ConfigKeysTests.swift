@@ -13,6 +13,10 @@ final class ConfigKeysTests: XCTestCase {
         "visit_min_stay_s": "replay", "no_gps": "sensor", "device": "sensor", "iio_uri": "sensor",
         "track_max_eph_m": "gps contrast", "visit_radius_m": "gps contrast", "demo": "demo",
         "max_clients_per_user": "connections", "reserved_clients": "connections", "max_requests_in_flight": "connections",
+        // MQTTTests.testTLSWithATestCAClientCertificateAndPasswordFileFromStepdConf: a stepd.conf alone.
+        "mqtt_url": "mqtt tls", "mqtt_device_id": "mqtt tls", "mqtt_topic_prefix": "mqtt tls", "mqtt_keepalive_s": "mqtt tls",
+        "mqtt_ca_file": "mqtt tls", "mqtt_cert_file": "mqtt tls", "mqtt_key_file": "mqtt tls", "mqtt_username": "mqtt tls",
+        "mqtt_password_file": "mqtt tls", "mqtt_homeassistant": "mqtt tls",
     ]
 
     static func documentedKeys() throws -> Set<String> {

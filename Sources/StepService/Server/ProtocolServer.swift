@@ -80,6 +80,8 @@ public final class ProtocolServer: @unchecked Sendable {
     private var adoptedSocket = false
     /// The history database, when the daemon keeps one; set before `start`.
     public var store: StepStore?
+    /// The MQTT publisher, when `--mqtt-url` is given; set before `start`.
+    public var fleet: FleetPublisher?
 
     /// What clients can trigger (refusals, closings, resets refused) is logged through this: one line per
     /// cause per 10 s, with a count.

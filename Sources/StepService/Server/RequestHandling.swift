@@ -44,6 +44,7 @@ extension ProtocolServer {
         message.closed_clients = closedClients
         message.store = store.map { storeStatus($0.status) }
         message.gps = gpsStatus()
+        message.mqtt = fleet?.status
         let zone = TimeZone.current
         message.time_zone = zone.identifier
         message.utc_offset_s = zone.secondsFromGMT(for: Date())

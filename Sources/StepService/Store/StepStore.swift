@@ -459,6 +459,10 @@ public final class StepStore: @unchecked Sendable {
     /// Commits what is pending before a read, so that history agrees with STEPS; on the queue.
     func flushForReading() { commit() }
 
+    /// Whether everything recorded so far is in the database (on the queue, after `flushForReading`): what
+    /// the MQTT outbox waits for before it takes a minute as final.
+    var isCaughtUp: Bool { database != nil && pending.isEmpty && inbox.withLockedValue { $0.entries.isEmpty } }
+
     private func commit() {
         drainInbox()
         guard !pending.isEmpty, database != nil else { return }

@@ -8,6 +8,8 @@ import GRDB
 /// - `counter`: one row, the count since the last reset and when that reset was, so a restart goes on
 ///   counting where it stopped.
 /// - `track_point`, `visit`: the GPS path and the stays found on it.
+/// - `mqtt_outbox`, `mqtt_outbox_mark` (v2): messages for the MQTT broker kept until it acknowledges them, and
+///   the newest minute put in the outbox (Fleet/StepStore+Outbox.swift).
 enum StoreSchema {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -41,6 +43,21 @@ enum StoreSchema {
                 t.column("longitude_deg", .double).notNull()
                 t.column("radius_m", .double).notNull()
                 t.column("fix_count", .integer).notNull()
+            }
+        }
+        migrator.registerMigration("v2: MQTT outbox and the last minute queued") { db in
+            try db.create(table: "mqtt_outbox") { t in
+                // AUTOINCREMENT: an id is never reused, so the order of sending is the order of making.
+                t.autoIncrementedPrimaryKey("id")
+                t.column("kind", .text).notNull()
+                t.column("key", .text).notNull()
+                t.column("time", .double).notNull().indexed()
+                t.column("payload", .text).notNull()
+            }
+            try db.create(table: "mqtt_outbox_mark") { t in
+                t.primaryKey("id", .integer).check { $0 == 1 }
+                // The newest Unix minute whose bin (if any) went into the outbox.
+                t.column("minute", .integer).notNull()
             }
         }
         return migrator

@@ -1,0 +1,47 @@
+#ifndef CMOSQUITTO_H
+#define CMOSQUITTO_H
+// A thin shim over libmosquitto (Eclipse Mosquitto's client library): plain functions whose names say what
+// they do, an opaque client, and callbacks that hand back the caller's context. No logic: reconnecting,
+// the outbox and what to publish are Swift's (Sources/StepService/Fleet).
+#include <stdbool.h>
+
+typedef struct cmosq_client cmosq_client;
+
+/// Called on libmosquitto's network thread.
+typedef void (*cmosq_connect_callback)(void *context, int connack_code);
+typedef void (*cmosq_disconnect_callback)(void *context, int reason);
+/// A QoS 1 message was acknowledged by the broker (PUBACK): its message id.
+typedef void (*cmosq_publish_callback)(void *context, int message_id);
+
+/// mosquitto_lib_init; once per process.
+int cmosq_library_init(void);
+
+/// A client with a clean session, MQTT 3.1.1. NULL when out of memory.
+cmosq_client *cmosq_new(const char *client_id, void *context, cmosq_connect_callback on_connect,
+                        cmosq_disconnect_callback on_disconnect, cmosq_publish_callback on_publish);
+void cmosq_destroy(cmosq_client *client);
+
+int cmosq_set_will(cmosq_client *client, const char *topic, const char *payload, int qos, bool retain);
+int cmosq_set_credentials(cmosq_client *client, const char *username, const char *password);
+/// TLS: ca_file NULL trusts the system's certificate authorities; cert_file/key_file NULL: no client certificate.
+int cmosq_set_tls(cmosq_client *client, const char *ca_file, const char *cert_file, const char *key_file);
+/// Seconds between reconnect attempts: from `first`, doubling up to `longest`.
+int cmosq_set_reconnect_delay(cmosq_client *client, unsigned first, unsigned longest);
+
+/// Starts libmosquitto's network thread and the first connection attempt; the thread reconnects by itself.
+int cmosq_start(cmosq_client *client, const char *host, int port, int keepalive_seconds);
+/// Sends DISCONNECT (so no last will) and joins the network thread.
+void cmosq_stop(cmosq_client *client);
+
+/// Queues a message; `message_id` receives the id its PUBACK will carry.
+int cmosq_publish(cmosq_client *client, const char *topic, const void *payload, int length, int qos, bool retain,
+                  int *message_id);
+
+/// MOSQ_ERR_SUCCESS, for comparisons in Swift.
+int cmosq_success(void);
+/// A libmosquitto result in words (errno's words for MOSQ_ERR_ERRNO).
+const char *cmosq_error_string(int code);
+/// A CONNACK refusal in words ("Connection Refused: not authorised.").
+const char *cmosq_connack_string(int code);
+
+#endif

@@ -1,0 +1,55 @@
+import Foundation
+import StepProtocol
+
+/// One row of the outbox: a message stored before it is sent, removed when the broker acknowledges it.
+/// `id` orders the rows (SQLite's AUTOINCREMENT: never reused), so they leave in the order they were made.
+public struct OutboxRow: Sendable, Equatable {
+    public var id: Int64
+    public var kind: OutboxKind
+    public var key: String
+    /// The record's own time (a minute's start, a visit's arrival or departure): what retention goes by.
+    public var time: Date
+    public var payload: String
+
+    public init(id: Int64, kind: OutboxKind, key: String, time: Date, payload: String) {
+        self.id = id
+        self.kind = kind
+        self.key = key
+        self.time = time
+        self.payload = payload
+    }
+}
+
+/// The JSON the daemon publishes: the protocol's own messages and field names (docs/fleet.md).
+enum FleetPayloads {
+    static func json<T: Encodable>(_ message: T) -> String {
+        var line = Wire.line(message)
+        line.removeLast()  // the protocol's newline; an MQTT payload is one message already
+        return String(decoding: line, as: UTF8.self)
+    }
+
+    /// A subscriber drops a duplicate by this: the same device and minute make the same key.
+    static func minuteKey(device: String, minute: Int64) -> String {
+        "\(device)/\(Timestamp.string(Date(timeIntervalSince1970: Double(minute) * 60)))"
+    }
+
+    /// A finished minute bin (Unix minute `minute`), rounded as history rounds it.
+    static func minute(device: String, minute: Int64, steps: Int, distanceMeters: Double, floors: Int?) -> (key: String, payload: String) {
+        let start = Date(timeIntervalSince1970: Double(minute) * 60)
+        let key = minuteKey(device: device, minute: minute)
+        let message = MinuteRecordMessage(key: key, device: device, start: Timestamp.string(start),
+                                          end: Timestamp.string(start.addingTimeInterval(60)), steps: steps,
+                                          distance_m: (distanceMeters * 1000).rounded() / 1000, floors: floors)
+        return (key, json(message))
+    }
+
+    /// A visit's arrival (no departure yet) or departure.
+    static func visit(device: String, _ visit: VisitMessage) -> (key: String, payload: String) {
+        let event = visit.departure == nil ? "arrival" : "departure"
+        let key = "\(device)/\(visit.arrival)/\(event)"
+        return (key, json(VisitRecordMessage(key: key, device: device, event: event, visit: visit)))
+    }
+
+    static let online = "online"
+    static let offline = "offline"
+}

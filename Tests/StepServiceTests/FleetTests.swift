@@ -1,0 +1,228 @@
+import Foundation
+import GRDB
+@testable import StepService
+import StepProtocol
+import XCTest
+
+/// The MQTT publisher's pure parts, without a broker: broker URLs, topics, payloads and keys, the outbox
+/// window's order, the throttle, when a minute is finished, Home Assistant discovery, the password file.
+final class FleetTests: XCTestCase {
+    func testBrokerURLs() throws {
+        XCTAssertEqual(try BrokerURL(parsing: "mqtt://broker.local"), BrokerURL(tls: false, host: "broker.local", port: 1883))
+        XCTAssertEqual(try BrokerURL(parsing: "mqtts://broker.local"), BrokerURL(tls: true, host: "broker.local", port: 8883))
+        XCTAssertEqual(try BrokerURL(parsing: "mqtt://10.0.0.2:1884/"), BrokerURL(tls: false, host: "10.0.0.2", port: 1884))
+        XCTAssertEqual(try BrokerURL(parsing: "mqtts://[::1]:8884"), BrokerURL(tls: true, host: "::1", port: 8884))
+        XCTAssertEqual(try BrokerURL(parsing: "mqtts://[::1]:8884").description, "mqtts://[::1]:8884")
+        XCTAssertThrowsError(try BrokerURL(parsing: "http://broker")) { XCTAssertEqual($0 as? BrokerURL.ParseError, .scheme("http://broker")) }
+        XCTAssertThrowsError(try BrokerURL(parsing: "mqtt://u:p@broker")) { XCTAssertEqual($0 as? BrokerURL.ParseError, .credentials("mqtt://u:p@broker")) }
+        XCTAssertThrowsError(try BrokerURL(parsing: "mqtt://broker:0")) { XCTAssertEqual($0 as? BrokerURL.ParseError, .port("mqtt://broker:0")) }
+        XCTAssertThrowsError(try BrokerURL(parsing: "mqtt://broker:x")) { XCTAssertEqual($0 as? BrokerURL.ParseError, .port("mqtt://broker:x")) }
+        XCTAssertThrowsError(try BrokerURL(parsing: "mqtt://")) { XCTAssertEqual($0 as? BrokerURL.ParseError, .host("mqtt://")) }
+        XCTAssertThrowsError(try BrokerURL(parsing: "mqtt://broker/steps")) { XCTAssertEqual($0 as? BrokerURL.ParseError, .path("mqtt://broker/steps")) }
+    }
+
+    func testTopicsAndDeviceIDs() {
+        let topics = FleetTopics(prefix: "lab/stepd/w7/")
+        XCTAssertEqual([topics.status, topics.steps, topics.position, topics.visit, topics.minute],
+                       ["lab/stepd/w7/status", "lab/stepd/w7/steps", "lab/stepd/w7/position", "lab/stepd/w7/visit", "lab/stepd/w7/minute"])
+        XCTAssertEqual(topics.topic(of: .minute), "lab/stepd/w7/minute")
+        XCTAssertEqual(FleetTopics.defaultPrefix(deviceID: "abc"), "stepd/abc")
+        XCTAssertTrue(FleetTopics.isValidDeviceID("0f3a9c-wearable_7"))
+        XCTAssertFalse(FleetTopics.isValidDeviceID("a/b"))
+        XCTAssertFalse(FleetTopics.isValidDeviceID("a+"))
+        XCTAssertFalse(FleetTopics.isValidDeviceID(""))
+        XCTAssertFalse(FleetTopics.isValidTopic("stepd/#"))
+        XCTAssertTrue(FleetTopics.isValidTopic("stepd/a"))
+    }
+
+    func testMinutePayloadCarriesItsKeyAndHistoryRounding() throws {
+        // Unix minute 29_692_800 is 2026-06-16T00:00:00Z.
+        let (key, payload) = FleetPayloads.minute(device: "w7", minute: 29_692_800, steps: 97, distanceMeters: 68.28799999, floors: nil)
+        XCTAssertEqual(key, "w7/2026-06-16T00:00:00.000Z")
+        let object = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any])
+        XCTAssertEqual(object["key"] as? String, key)
+        XCTAssertEqual(object["device"] as? String, "w7")
+        XCTAssertEqual(object["start"] as? String, "2026-06-16T00:00:00.000Z")
+        XCTAssertEqual(object["end"] as? String, "2026-06-16T00:01:00.000Z")
+        XCTAssertEqual(object["steps"] as? Int, 97)
+        XCTAssertEqual(object["distance_m"] as? Double, 68.288)
+        XCTAssertNil(object["floors"])
+        // The same minute makes the same key, whatever its figures: that is how a duplicate is recognised.
+        XCTAssertEqual(FleetPayloads.minute(device: "w7", minute: 29_692_800, steps: 1, distanceMeters: 0, floors: 2).key, key)
+        XCTAssertNotEqual(FleetPayloads.minute(device: "w8", minute: 29_692_800, steps: 97, distanceMeters: 0, floors: nil).key, key)
+    }
+
+    func testVisitPayloadsHaveOneKeyPerEvent() throws {
+        let arrival = VisitMessage(arrival: "2026-06-15T08:00:00.000Z", departure: nil, lat: 51.75, lon: -1.25, radius_m: 12.5,
+                                   duration_s: nil, fixes: 40)
+        var departure = arrival
+        departure.departure = "2026-06-15T09:00:00.000Z"
+        departure.duration_s = 3600
+        let a = FleetPayloads.visit(device: "w7", arrival)
+        let d = FleetPayloads.visit(device: "w7", departure)
+        XCTAssertEqual(a.key, "w7/2026-06-15T08:00:00.000Z/arrival")
+        XCTAssertEqual(d.key, "w7/2026-06-15T08:00:00.000Z/departure")
+        XCTAssertTrue(a.payload.contains("\"departure\":null"), a.payload)
+        XCTAssertTrue(d.payload.contains("\"event\":\"departure\""), d.payload)
+    }
+
+    private func rows(_ ids: ClosedRange<Int64>) -> [OutboxRow] {
+        ids.map { OutboxRow(id: $0, kind: .minute, key: "k\($0)", time: Date(timeIntervalSince1970: Double($0) * 60), payload: "{}") }
+    }
+
+    func testOutboxWindowSendsInOrderWithinItsCapacity() {
+        var window = OutboxWindow(capacity: 3)
+        XCTAssertEqual(window.readRequest(), 6)
+        XCTAssertNil(window.readRequest(), "one read at a time")
+        window.received(rows(1...6), limit: 6, generation: window.generation)
+        var sent: [Int64] = []
+        var mid: Int32 = 100
+        while let row = window.next() { sent.append(row.id); window.sent(row, messageID: mid); mid += 1 }
+        XCTAssertEqual(sent, [1, 2, 3], "no more than the capacity waits for a PUBACK")
+        XCTAssertEqual(window.acknowledged(messageID: 100), 1)
+        XCTAssertNil(window.acknowledged(messageID: 100), "a PUBACK counts once")
+        XCTAssertNil(window.acknowledged(messageID: 7), "a message that is no outbox row")
+        let fourth = window.next()
+        XCTAssertEqual(fourth?.id, 4, "an acknowledgement makes room for the next")
+        window.sent(fourth!, messageID: mid)
+        XCTAssertNil(window.next())
+    }
+
+    func testOutboxWindowStartsAgainFromTheOldestUnacknowledgedRowOnReconnecting() {
+        var window = OutboxWindow(capacity: 2)
+        let limit = window.readRequest()!
+        window.received(rows(1...3), limit: limit, generation: window.generation)
+        let first = window.next()!, second = window.next()!
+        window.sent(first, messageID: 1)
+        window.sent(second, messageID: 2)
+        XCTAssertEqual(window.acknowledged(messageID: 1), 1)
+        let before = window.generation
+        window.restart()
+        XCTAssertNil(window.acknowledged(messageID: 2), "a PUBACK of the last connection is not this one's")
+        XCTAssertEqual(window.cursor, 0)
+        // A read asked for before the reconnection comes back late: ignored.
+        window.received(rows(5...5), limit: 4, generation: before)
+        XCTAssertNil(window.next())
+        let again = window.readRequest()!
+        // Row 1 was acknowledged and removed; row 2 is still in the store, so it goes again, first.
+        window.received(rows(2...3), limit: again, generation: window.generation)
+        XCTAssertEqual(window.next()?.id, 2)
+        XCTAssertEqual(window.next()?.id, 3)
+    }
+
+    func testOutboxWindowSkipsRowsAcknowledgedButNotYetRemovedAndReadsOnWhenRowsAreAdded() {
+        var window = OutboxWindow(capacity: 2)
+        let limit = window.readRequest()!
+        window.received(rows(1...3), limit: limit, generation: window.generation) { $0 == 1 }
+        XCTAssertEqual(window.next()?.id, 2)
+        XCTAssertEqual(window.cursor, 3)
+        let row = window.next()!
+        window.unsent(row)
+        XCTAssertEqual(window.next()?.id, 3, "a row the client refused goes first next time")
+        XCTAssertNil(window.readRequest(), "the window is full")
+        _ = window.acknowledged(messageID: 0)
+        var fresh = OutboxWindow(capacity: 2)
+        let n = fresh.readRequest()!
+        fresh.received([], limit: n, generation: fresh.generation)
+        XCTAssertNil(fresh.readRequest(), "the store had nothing more: no read until a row is added")
+        fresh.rowAdded()
+        XCTAssertEqual(fresh.readRequest(), 4)
+    }
+
+    func testThrottleSendsAtMostOncePerIntervalAndTheNewestAtItsEnd() {
+        var throttle = PublishThrottle(intervalSeconds: 5)
+        XCTAssertEqual(throttle.offer(now: 100), .now)
+        XCTAssertEqual(throttle.offer(now: 101), .at(105))
+        XCTAssertEqual(throttle.offer(now: 102), .pending)
+        throttle.trailingSent(now: 105)
+        XCTAssertEqual(throttle.offer(now: 106), .at(110))
+        throttle.trailingSent(now: 110)
+        XCTAssertEqual(throttle.offer(now: 115), .now)
+        throttle.forced(now: 116)
+        XCTAssertEqual(throttle.offer(now: 117), .at(121))
+    }
+
+    func testAMinuteIsFinishedOnceNoHeldBackStepCanJoinIt() {
+        // 2026-06-16T00:01:00Z is the end of minute 29_692_800.
+        let end = Date(timeIntervalSince1970: 29_692_801 * 60)
+        let delay = FinishedMinutes.delaySeconds
+        XCTAssertEqual(delay, StepStore.longestHoldBackSeconds + 2)
+        XCTAssertEqual(FinishedMinutes.newest(at: end.addingTimeInterval(delay - 0.1)), 29_692_799)
+        XCTAssertEqual(FinishedMinutes.newest(at: end.addingTimeInterval(delay)), 29_692_800)
+        XCTAssertEqual(FinishedMinutes.nextDeadline(after: 29_692_799), end.addingTimeInterval(delay))
+    }
+
+    func testHomeAssistantDiscoveryMakesFiveSensorsAndATrackerAsOneDevice() throws {
+        let discovery = HomeAssistantDiscovery(deviceID: "w7", topics: FleetTopics(prefix: "stepd/w7"))
+        let messages = discovery.messages
+        XCTAssertEqual(messages.map(\.topic), ["steps", "distance", "cadence", "activity", "floors"].map {
+            "homeassistant/sensor/stepd_w7/\($0)/config"
+        } + ["homeassistant/device_tracker/stepd_w7/position/config"])
+        var identifiers = Set<String>()
+        for message in messages {
+            let config = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(message.payload.utf8)) as? [String: Any])
+            identifiers.formUnion((config["device"] as? [String: Any])?["identifiers"] as? [String] ?? [])
+            XCTAssertEqual(config["availability_topic"] as? String, "stepd/w7/status")
+        }
+        XCTAssertEqual(identifiers, ["stepd_w7"])
+        let tracker = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(messages.last!.payload.utf8)) as? [String: Any])
+        XCTAssertEqual(tracker["json_attributes_topic"] as? String, "stepd/w7/position")
+        XCTAssertEqual(tracker["source_type"] as? String, "gps")
+    }
+
+    func testPasswordFileReadableByOthersIsRefused() throws {
+        let path = NSTemporaryDirectory() + "stepd-password-\(UUID().uuidString.prefix(6))"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try "s3cret\nignored\n".write(toFile: path, atomically: true, encoding: .utf8)
+        chmod(path, 0o640)
+        XCTAssertThrowsError(try PasswordFile.read(path: path)) {
+            XCTAssertEqual($0 as? PasswordFile.Failure, .tooOpen(path: path, mode: "640"))
+            XCTAssertTrue("\($0)".contains("chmod 600"), "\($0)")
+        }
+        chmod(path, 0o600)
+        XCTAssertEqual(try PasswordFile.read(path: path), "s3cret")
+        XCTAssertThrowsError(try PasswordFile.read(path: path + "-absent")) {
+            XCTAssertTrue(($0 as? PasswordFile.Failure)?.isMissingInput == true)
+        }
+    }
+
+    /// The outbox in a real store: finished minutes go in once, in order, with their keys, and leave only when
+    /// removed (acknowledged); the mark keeps a minute from going in twice across restarts.
+    func testOutboxSealsEachFinishedMinuteOnceAndKeepsRowsUntilRemoved() throws {
+        let directory = NSTemporaryDirectory() + "stepd-outbox-\(UUID().uuidString.prefix(6))"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = StepStore(configuration: .init(directory: directory))
+        let now = Date()
+        let minute = Int64((now.timeIntervalSince1970 / 60).rounded(.down))
+        _ = store.open(fresh: .init(steps: 0, since: now.addingTimeInterval(-600)))
+        for (offset, count) in [(-5, 3), (-4, 2), (-2, 4)] {
+            for i in 0..<count {
+                store.recordStep(count: i, at: Date(timeIntervalSince1970: Double(minute + Int64(offset)) * 60 + 1 + Double(i)), distanceMeters: 0.7)
+            }
+        }
+        func wait<T>(_ call: (@escaping @Sendable (Result<T, StoreError>) -> Void) -> Void) throws -> T {
+            let box = NSLock()
+            nonisolated(unsafe) var result: Result<T, StoreError>?
+            let done = DispatchSemaphore(value: 0)
+            call { r in box.lock(); result = r; box.unlock(); done.signal() }
+            XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
+            return try XCTUnwrap(result).get()
+        }
+        let encode: @Sendable (Int64, Int, Double, Int?) -> (key: String, payload: String) = {
+            FleetPayloads.minute(device: "t", minute: $0, steps: $1, distanceMeters: $2, floors: $3)
+        }
+        XCTAssertEqual(try wait { store.startOutbox(markingSentThrough: minute - 6, completion: $0) }, 0)
+        let sealed = try wait { store.sealMinutes(through: minute - 3, encode: encode, completion: $0) }
+        XCTAssertEqual(sealed.added, 2)
+        XCTAssertEqual(try wait { store.sealMinutes(through: minute - 3, encode: encode, completion: $0) }.added, 0, "sealed once")
+        // A later start does not move the mark back.
+        XCTAssertEqual(try wait { store.startOutbox(markingSentThrough: minute - 1, completion: $0) }, 2)
+        XCTAssertEqual(try wait { store.sealMinutes(through: minute - 1, encode: encode, completion: $0) }.queued, 3)
+        let rows = try wait { store.outboxRows(after: 0, limit: 10, completion: $0) }
+        XCTAssertEqual(rows.map(\.key), [minute - 5, minute - 4, minute - 2].map { FleetPayloads.minuteKey(device: "t", minute: $0) })
+        XCTAssertTrue(rows[0].payload.contains("\"steps\":3"), rows[0].payload)
+        XCTAssertEqual(try wait { store.removeFromOutbox(ids: [rows[0].id], completion: $0) }, 2)
+        XCTAssertEqual(try wait { store.outboxRows(after: 0, limit: 10, completion: $0) }.map(\.id), [rows[1].id, rows[2].id])
+        store.close()
+    }
+}

@@ -24,6 +24,8 @@ struct Analyze: ParsableCommand {
         var detector: String
         var samples: Int
         var duration_s: Double
+        var floors_ascended: Int?
+        var floors_descended: Int?
     }
 
     func run() throws {
@@ -36,16 +38,19 @@ struct Analyze: ParsableCommand {
         let pipeline = StepPipeline(detector: kind.make(sampleRateHz: 60))
         var times: [Double] = []
         pipeline.process(samples) { times.append($0) }
+        let floors = try AnalyzeFloors.count(recording: file, stepTimes: times)
         let result = Result(steps: times.count, step_times: times.map { ($0 * 1000).rounded() / 1000 },
                             detector: kind.rawValue, samples: samples.count,
-                            duration_s: samples[samples.count - 1].time - samples[0].time)
+                            duration_s: samples[samples.count - 1].time - samples[0].time,
+                            floors_ascended: floors?.ascended, floors_descended: floors?.descended)
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
             print(String(decoding: try encoder.encode(result), as: UTF8.self))
         } else {
             print("\(file): \(result.steps) steps in \(String(format: "%.1f", result.duration_s)) s "
-                  + "(\(result.samples) samples, detector \(result.detector))")
+                  + "(\(result.samples) samples, detector \(result.detector))"
+                  + (floors.map { ", floors \($0.ascended) up, \($0.descended) down" } ?? ""))
         }
     }
 }

@@ -34,6 +34,24 @@ final class FloorCounterTests: XCTestCase {
         }
     }
 
+    func testIrregularReadingsLoseNoHeight() {
+        // A polled sensor read late now and then, and a track that stalls and catches up (a loaded machine):
+        // the median's window holds more or fewer readings from one reading to the next.
+        for seed: UInt64 in 1...10 {
+            var track = PressureTrack(segments: [.init(seconds: 5, walking: true), .stairs(floors: 3, rate: 0.6),
+                                                 .init(seconds: 4, walking: true), .stairs(floors: -2, rate: 0.6),
+                                                 .init(seconds: 10, walking: true)])
+            track.seed = seed
+            var jitter = SplitMix(seed: seed)
+            let readings = track.readings(rateHz: 4).enumerated().map { i, r in
+                PressureReading(time: Double(i) * 0.25 + jitter.uniform(0, 0.24), kilopascal: r.kilopascal)
+            }
+            let counter = FloorCounter.counting(stepTimes: track.stepTimes(), pressure: readings)
+            XCTAssertEqual(counter.ascended, 3, "seed \(seed)")
+            XCTAssertEqual(counter.descended, 2, "seed \(seed)")
+        }
+    }
+
     func testLandingsBetweenFlightsLoseNothing() {
         // Two flights a floor with a 3 s landing between them, slowly.
         var segments: [PressureTrack.Segment] = [.init(seconds: 10, walking: true)]

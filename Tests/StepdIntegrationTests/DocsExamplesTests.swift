@@ -15,7 +15,12 @@ final class DocsExamplesTests: XCTestCase {
         // A walk, a 90 s stay and a walk out of the visit radius, so that position, track and visits show all.
         let (log, _) = try NMEAWalk.generate(["--hdop", "0.5", "walk:120", "stay:90", "walk:200"], into: directory, name: "docs")
         let port = GPSDFake.freePort()
-        let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--speed", "4", "--loop",
+        // The recording with a barometer's file beside it (docs/barometer.md), so STATUS shows its fields.
+        let recording = directory.file("walk-inhand.csv.gz")
+        try FileManager.default.copyItem(atPath: Binaries.bundledRecording, toPath: recording)
+        try ("t,p_kpa\n" + (0...2400).map { String(format: "%.2f,100.8731", Double($0) / 4) }.joined(separator: "\n") + "\n")
+            .write(toFile: directory.file("walk-inhand.pressure.csv"), atomically: true, encoding: .utf8)
+        let daemon = try Daemon(arguments: ["--replay", recording, "--speed", "4", "--loop",
                                             "--gpsd", "127.0.0.1:\(port)", "--gps-retry-s", "0.2",
                                             "--visit-min-stay-s", "60"], directory: directory)
         let fake = try GPSDFake(log: log, port: port, cycleSeconds: 0.002, directory: directory)

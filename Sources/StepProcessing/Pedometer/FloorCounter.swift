@@ -25,7 +25,7 @@ public struct FloorCounter: Sendable {
         public var countingHeight = 2.5
         /// Spike rejection: a median over this window ignores spikes shorter than half of it (s).
         public var medianSeconds = 6.0
-        /// The vertical speed is the slope of the filtered height over this much walking (s).
+        /// The vertical speed on foot is the height walked over this long (s).
         public var slopeSeconds = 4.0
         /// Slowest climb that counts (m/s): stairs climbed slowly are ~0.15 m/s; weather drifts at most
         /// ~0.0023 m/s (1 hPa an hour), so 0.05 m/s leaves a margin of 20 on that side and 3 on the other.
@@ -46,16 +46,16 @@ public struct FloorCounter: Sendable {
     public private(set) var relativeAltitudeMeters: Double?
 
     private struct Reading { var time: Double; var height: Double; var walking: Bool }
+    private struct Step { var time: Double; var height: Double }
     /// Raw readings of the last `medianSeconds`.
     private var window: [Reading] = []
-    /// Filtered heights of the current walking run within the last `slopeSeconds`.
-    private var walkingRun: [Reading] = []
+    /// Height changes walked in the last `slopeSeconds` and not yet counted as climbing.
+    private var walked: [Step] = []
     private var lastFiltered: Reading?
     private var origin: Double?
     /// Height walked up (positive) or down since start, and the level of the last floor counted.
     private var walkedHeight = 0.0
     private var countedLevel = 0.0
-    private var climbing = false
     private var lastClimbTime: Double?
 
     public init(parameters: Parameters = Parameters()) { self.parameters = parameters }
@@ -88,7 +88,7 @@ public struct FloorCounter: Sendable {
         // across the gap is walked, whatever the weather did meanwhile.
         if let last = window.last, time - last.time > parameters.medianSeconds {
             window.removeAll()
-            walkingRun.removeAll()
+            walked.removeAll()
             lastFiltered = nil
         }
         window.append(Reading(time: time, height: Self.altitudeMeters(pressureKilopascal: pressureKilopascal),
@@ -96,9 +96,13 @@ public struct FloorCounter: Sendable {
         window.removeAll { $0.time < time - parameters.medianSeconds }
         // Wait for a full window: the median of a few readings is not yet robust to a spike.
         guard let first = window.first, time - first.time >= parameters.medianSeconds * 0.8, window.count >= 3 else { return }
+        // The median stands for the window's middle instant, with the walking state of the reading nearest it.
+        // Timed by the newest reading, so the filtered heights' clock always advances and their differences
+        // add up to the whole change in height (no step of the median is left out).
         let heights = window.map(\.height).sorted()
-        let middle = window[window.count / 2]
-        filtered(Reading(time: middle.time, height: heights[heights.count / 2], walking: middle.walking))
+        let centre = time - parameters.medianSeconds / 2
+        let middle = window.min { abs($0.time - centre) < abs($1.time - centre) } ?? window[window.count / 2]
+        filtered(Reading(time: centre, height: heights[heights.count / 2], walking: middle.walking))
     }
 
     private mutating func filtered(_ point: Reading) {
@@ -106,30 +110,21 @@ public struct FloorCounter: Sendable {
         if origin == nil { origin = point.height }
         relativeAltitudeMeters = point.height - (origin ?? point.height)
         guard let previous = lastFiltered, point.time > previous.time else { return }
-        if point.walking {
-            walkingRun.append(point)
-            walkingRun.removeAll { $0.time < point.time - parameters.slopeSeconds }
-        } else {
-            walkingRun.removeAll()
+        // Only a stretch walked from end to end moves the walker; the rest (an elevator, a car) is left out.
+        if previous.walking && point.walking {
+            walked.append(Step(time: point.time, height: point.height - previous.height))
         }
-        // The slope over the walking run, from no earlier than the end of the last climb: that part is counted.
-        let base = walkingRun.first { $0.time >= (climbing ? -Double.infinity : lastClimbTime ?? -Double.infinity) }
-        var rate: Double?
-        if let base, point.time - base.time >= parameters.slopeSeconds / 2 {
-            rate = (point.height - base.height) / (point.time - base.time)
-        }
-        if let rate, abs(rate) >= parameters.minimumClimbRate, abs(rate) <= parameters.maximumClimbRate, let base {
-            // A climb starting: the walked stretch that showed it counts from its start.
-            walkedHeight += climbing ? point.height - previous.height : point.height - base.height
-            climbing = true
+        walked.removeAll { $0.time <= point.time - parameters.slopeSeconds }
+        // The vertical speed on foot over the last `slopeSeconds`: a stair's pace commits what was walked.
+        let rate = walked.reduce(0) { $0 + $1.height } / parameters.slopeSeconds
+        if abs(rate) >= parameters.minimumClimbRate, abs(rate) <= parameters.maximumClimbRate {
+            walkedHeight += walked.reduce(0) { $0 + $1.height }
+            walked.removeAll()
             lastClimbTime = point.time
             countFloors()
-        } else {
-            climbing = false
-            if let end = lastClimbTime, point.time - end > parameters.climbEndSeconds, walkedHeight != countedLevel {
-                // Short of a floor and over: forget the remainder.
-                countedLevel = walkedHeight
-            }
+        } else if let end = lastClimbTime, point.time - end > parameters.climbEndSeconds, walkedHeight != countedLevel {
+            // Short of a floor and over: forget the remainder.
+            countedLevel = walkedHeight
         }
     }
 

@@ -182,7 +182,7 @@ final class BarometerDaemonTests: XCTestCase {
         return floors
     }
 
-    func testChoiceMissingAndDisabledBarometers() throws {
+    func testAMissingBarometerIsWaitedForAndAPresentOneListed() throws {
         let accel: [String: Any] = ["name": "bmi160", "recording": Binaries.bundledRecording]
         // Named but absent: waiting, with the reason; listed devices show none.
         let directory = try TemporaryDirectory()

@@ -33,7 +33,8 @@ public final class IIOBarometerSource: @unchecked Sendable {
         initialDescription = (try? IIOBarometerDiscovery.find(uri: uri, selector: selector))?.1.displayName
     }
 
-    public var description: String { initialDescription ?? selector.map { "iio \($0)" } ?? "iio barometer" }
+    /// What STATUS and the log name before the device is found: the selector, or "iio (first found)".
+    public var description: String { initialDescription ?? selector.map { "iio \($0)" } ?? "iio (first found)" }
 
     public func start(sink: BarometerSink) {
         sink.barometerIdentified(kind: "iio", description: description, rateHz: rateHz)

@@ -48,6 +48,8 @@ public struct HistoryMessage: Codable, Sendable {
     public var bins: [HistoryBinMessage]
     public var steps: Int
     public var distance_m: Double
+    /// Floors climbed over the bins; absent when no barometer reported in any of them.
+    public var floors: Int?
     public var id: JSONValue?
     public init(from: String, to: String, bin: String, time_zone: String, bins: [HistoryBinMessage], id: JSONValue? = nil) {
         self.from = from
@@ -57,6 +59,7 @@ public struct HistoryMessage: Codable, Sendable {
         self.bins = bins
         steps = bins.reduce(0) { $0 + $1.steps }
         distance_m = bins.reduce(0) { $0 + $1.distance_m }
+        floors = bins.contains { $0.floors != nil } ? bins.reduce(0) { $0 + ($1.floors ?? 0) } : nil
         self.id = id
     }
 }

@@ -45,6 +45,28 @@ public struct SourceStatus: Codable, Sendable, Equatable {
     }
 }
 
+/// STATUS's `barometer`: the pressure sensor floors are counted from (docs/barometer.md).
+public struct BarometerStatus: Codable, Sendable, Equatable {
+    /// `iio`, `replay` (the pressure file beside a recording), `none` (disabled, or a replay without one).
+    public var kind: String
+    public var description: String
+    /// As the accelerometer's: `starting`, `running`, `waiting`, `busy`, `disconnected`, `unavailable`, `finished`.
+    public var state: String
+    public var error: String?
+    /// Readings a second: the polling rate, or a pressure file's own.
+    public var rate_hz: Double?
+    /// The last reading (kPa, as IIO's in_pressure_input).
+    public var pressure_kpa: Double?
+    public init(kind: String, description: String, state: String, error: String?, rate_hz: Double?, pressure_kpa: Double?) {
+        self.kind = kind
+        self.description = description
+        self.state = state
+        self.error = error
+        self.rate_hz = rate_hz
+        self.pressure_kpa = pressure_kpa
+    }
+}
+
 public struct StatusMessage: Codable, Sendable {
     public var `class` = "STATUS"
     public var release: String
@@ -70,6 +92,10 @@ public struct StatusMessage: Codable, Sendable {
     public var gps: GPSStatus?
     /// The link to the MQTT broker and the outbox (FleetMessages.swift); absent without `--mqtt-url`.
     public var mqtt: MQTTStatusMessage?
+    /// The barometer, and the height (m) it measured since the first reading or the last reset
+    /// (CMAltimeter's relativeAltitude); absent before a reading.
+    public var barometer: BarometerStatus?
+    public var relative_altitude_m: Double?
     /// The daemon's time zone, which its days and "today" follow: an IANA name ("Europe/Berlin") and the
     /// offset from UTC now, in seconds east, for a client that does not know the name.
     public var time_zone: String?

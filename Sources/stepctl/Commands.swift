@@ -20,6 +20,16 @@ struct Status: ParsableCommand {
              + "\(o["samples_in"] ?? 0) samples in, \(o["samples_out"] ?? 0) out")
         emit("clients:  \(o["clients"] ?? 0)")
         emit("gps:      \(describe(gps: o["gps"] as? [String: Any]))")
+        if let barometer = o["barometer"] as? [String: Any] {
+            var state = barometer["state"] as? String ?? "-"
+            if let error = barometer["error"] as? String { state += " (\(error))" }
+            let name = (barometer["description"] as? String).flatMap { $0.isEmpty ? nil : "\($0) [\(barometer["kind"] ?? "-")]" } ?? "none"
+            var line = "barometer: \(name): \(state)"
+            if let rate = barometer["rate_hz"] { line += ", \(number(rate)) Hz" }
+            if let kpa = barometer["pressure_kpa"] { line += ", \(number(kpa, decimals: 3)) kPa" }
+            if let height = o["relative_altitude_m"] { line += ", \(number(height, decimals: 1)) m since start" }
+            emit(line)
+        }
         if let store = o["store"] as? [String: Any] {
             var state = store["state"] as? String ?? "-"
             if let error = store["error"] as? String { state += " (\(error))" }

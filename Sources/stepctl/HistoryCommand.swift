@@ -52,22 +52,24 @@ struct History: ParsableCommand {
         let reply = try exitOnError { try client.request(request, expecting: "HISTORY") }
         if options.json { return emit(String(decoding: reply.raw, as: UTF8.self)) }
         let bins = reply.object["bins"] as? [[String: Any]] ?? []
-        var rows: [(label: String, steps: Int, distanceMeters: Double)]
+        var rows: [Row]
         if size == "day" {
-            rows = Self.days(from: from, to: to, calendar: calendar).map { (label: $0, steps: 0, distanceMeters: 0) }
+            rows = Self.days(from: from, to: to, calendar: calendar).map { Row(label: $0, steps: 0, distanceMeters: 0) }
             for b in bins {
                 guard let date = b["date"] as? String, let i = rows.firstIndex(where: { $0.label == date }) else { continue }
                 rows[i].steps = b["steps"] as? Int ?? 0
                 rows[i].distanceMeters = doubleValue(b["distance_m"])
+                rows[i].floors = b["floors"] as? Int
             }
         } else {
             rows = bins.map { b in
-                (label: Self.label(b["start"] as? String ?? "-", size: size), steps: b["steps"] as? Int ?? 0,
-                 distanceMeters: doubleValue(b["distance_m"]))
+                Row(label: Self.label(b["start"] as? String ?? "-", size: size), steps: b["steps"] as? Int ?? 0,
+                    distanceMeters: doubleValue(b["distance_m"]), floors: b["floors"] as? Int)
             }
         }
-        emit(Self.table(rows, heading: size == "day" ? "date" : size == "hour" ? "hour" : "minute",
-                        total: (reply.object["steps"] as? Int ?? 0, doubleValue(reply.object["distance_m"]))))
+        let total = Row(label: "total", steps: reply.object["steps"] as? Int ?? 0,
+                        distanceMeters: doubleValue(reply.object["distance_m"]), floors: reply.object["floors"] as? Int)
+        emit(Self.table(rows, heading: size == "day" ? "date" : size == "hour" ? "hour" : "minute", total: total))
     }
 
     /// "7d" → local midnight six days ago (day bins); "12h", "90m" → that long ago; "2026-11-20" → that local
@@ -109,20 +111,27 @@ struct History: ParsableCommand {
         return String(text.prefix(size == "hour" ? 13 : 16)) + (size == "hour" ? ":00" : "")
     }
 
-    static func table(_ rows: [(label: String, steps: Int, distanceMeters: Double)], heading: String,
-                      total: (steps: Int, distanceMeters: Double)) -> String {
+    /// One line of the table; `floors` is nil where no barometer reported.
+    struct Row {
+        var label: String
+        var steps: Int
+        var distanceMeters: Double
+        var floors: Int?
+    }
+
+    /// The table; a `floors` column only when a barometer reported in the period (the total has floors).
+    static func table(_ rows: [Row], heading: String, total: Row) -> String {
         let width = max(heading.count, rows.map(\.label.count).max() ?? 0, 5)
-        func line(_ label: String, _ steps: String, _ distance: String) -> String {
-            label.padding(toLength: width, withPad: " ", startingAt: 0) + "  "
-                + String(repeating: " ", count: max(0, 8 - steps.count)) + steps + "  "
-                + String(repeating: " ", count: max(0, 12 - distance.count)) + distance
+        let withFloors = total.floors != nil
+        func right(_ text: String, _ width: Int) -> String { String(repeating: " ", count: max(0, width - text.count)) + text }
+        func line(_ label: String, _ steps: String, _ distance: String, _ floors: String) -> String {
+            label.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + right(steps, 8) + "  " + right(distance, 12)
+                + (withFloors ? "  " + right(floors, 6) : "")
         }
-        var lines = [line(heading, "steps", "distance_km")]
-        for row in rows {
-            lines.append(line(row.label, String(row.steps), String(format: "%.2f", row.distanceMeters / 1000)))
+        func row(_ r: Row) -> String {
+            line(r.label, String(r.steps), String(format: "%.2f", r.distanceMeters / 1000), r.floors.map(String.init) ?? "-")
         }
-        lines.append(line("total", String(total.steps), String(format: "%.2f", total.distanceMeters / 1000)))
-        return lines.joined(separator: "\n")
+        return ([line(heading, "steps", "distance_km", "floors")] + rows.map(row) + [row(total)]).joined(separator: "\n")
     }
 }
 

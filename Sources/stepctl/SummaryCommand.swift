@@ -10,6 +10,8 @@ struct Summary: ParsableCommand {
     struct Result: Encodable {
         var steps: Int
         var distance_m: Double
+        /// Floors climbed, when a barometer counts them.
+        var floors: Int?
         var since: String
         var text: String
     }
@@ -37,8 +39,9 @@ struct Summary: ParsableCommand {
            let bins = history["bins"] as? [[String: Any]] {
             let steps = bins.reduce(0) { $0 + (($1["steps"] as? Int) ?? 0) }
             let distance = bins.reduce(0.0) { $0 + (($1["distance_m"] as? Double) ?? Double(($1["distance_m"] as? Int) ?? 0)) }
-            return Result(steps: steps, distance_m: distance, since: Timestamp.string(midnight, in: zone),
-                          text: Self.sentence(steps: steps, meters: distance, period: "today"))
+            let floors = history["floors"] as? Int
+            return Result(steps: steps, distance_m: distance, floors: floors, since: Timestamp.string(midnight, in: zone),
+                          text: Self.sentence(steps: steps, meters: distance, floors: floors, period: "today"))
         }
         let o = try client.request(["cmd": "steps"], expecting: "STEPS").object
         let steps = o["steps"] as? Int ?? 0
@@ -46,15 +49,18 @@ struct Summary: ParsableCommand {
         let since = o["since"] as? String ?? ""
         let sinceDate = ISO8601DateFormatter.withFractions.date(from: since) ?? Date()
         let period = sinceDate >= midnight ? "today" : "since \(Timestamp.day(sinceDate, in: zone))"
-        return Result(steps: steps, distance_m: distance, since: since, text: Self.sentence(steps: steps, meters: distance, period: period))
+        let floors = o["floors_ascended"] as? Int
+        return Result(steps: steps, distance_m: distance, floors: floors, since: since,
+                      text: Self.sentence(steps: steps, meters: distance, floors: floors, period: period))
     }
 
-    static func sentence(steps: Int, meters: Double, period: String) -> String {
+    static func sentence(steps: Int, meters: Double, floors: Int? = nil, period: String) -> String {
         let formatter = NumberFormatter()
         formatter.numberStyle = .decimal
         let count = formatter.string(from: NSNumber(value: steps)) ?? "\(steps)"
         let distance = meters >= 1000 ? String(format: "%.2f km", meters / 1000) : String(format: "%.0f m", meters)
-        return "I walked \(count) step\(steps == 1 ? "" : "s") \(period) (\(distance))."
+        let climbed = floors.map { " and climbed \($0) floor\($0 == 1 ? "" : "s")" } ?? ""
+        return "I walked \(count) step\(steps == 1 ? "" : "s") \(period) (\(distance))\(climbed)."
     }
 }
 

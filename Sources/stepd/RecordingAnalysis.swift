@@ -33,16 +33,29 @@ final class RecordingAnalysis {
         StepPipeline(detector: settings.detector.make(sampleRateHz: 60))
     }
 
+    /// The barometer's readings beside the recording (`NAME.pressure.csv[.gz]`, PressureFile.swift), counted
+    /// into floors with the steps as they are found; nil without one. A broken pressure file ends the file's
+    /// analysis as a broken recording does: 66 unreadable, 65 bad content.
+    private func pressureBeside() throws -> RecordingFloors? {
+        guard let file = PressureFile.find(besideRecording: path) else { return nil }
+        do {
+            return RecordingFloors(pressure: try PressureFile.read(path: file))
+        } catch let error as PressureFileError {
+            throw AnalysisFailure(description: "\(error)", status: error.isMissingInput ? .noInput : .dataError)
+        }
+    }
+
     /// Runs the pass. `progress` gets the compressed bytes read and the samples so far, after each chunk.
     func run(progress: (Int, Int) -> Void) throws -> AnalysisResult {
         let pipeline = makePipeline()
+        let floors = try pressureBeside()
         var state: PassState?
         var result = AnalysisResult(path: path, detector: settings.detector.rawValue)
         let started = RecordingReader.monotonicSeconds()
         do {
             result.read = try RecordingReader.stream(path: path) { chunk in
                 if state == nil {
-                    state = try PassState(first: chunk.samples[0], settings: settings, makeOutputs: makeOutputs)
+                    state = try PassState(first: chunk.samples[0], settings: settings, floors: floors, makeOutputs: makeOutputs)
                     result.startIgnored = settings.startUnixSeconds != nil && state!.clock.unixOffsetSeconds == 0
                 }
                 try state!.feed(&chunk, into: pipeline, result: &result)
@@ -67,8 +80,9 @@ private struct PassState {
     let outputs: AnalysisOutputs
     let clock: AnalysisClock
     var stepBuffer: [Double] = []
+    var floors: RecordingFloors?
 
-    init(first: Sample, settings: RecordingAnalysis.Settings, makeOutputs: (AnalysisClock) throws -> AnalysisOutputs) throws {
+    init(first: Sample, settings: RecordingAnalysis.Settings, floors: RecordingFloors?, makeOutputs: (AnalysisClock) throws -> AnalysisOutputs) throws {
         // A `t` in Unix time is absolute as it stands; otherwise `--start` (if given) is the time of t = 0.
         let unixTime = first.time >= AnalysisClock.unixTimeThreshold
         clock = AnalysisClock(unixOffsetSeconds: unixTime ? 0 : settings.startUnixSeconds, timeZone: settings.timeZone)
@@ -77,6 +91,7 @@ private struct PassState {
         configuration.dayOf = clock.dayOf
         activity = ActivityAnalysis(configuration: configuration)
         outputs = try makeOutputs(clock)
+        self.floors = floors
     }
 
     mutating func feed(_ chunk: inout RecordingChunk, into pipeline: StepPipeline, result: inout AnalysisResult) throws {
@@ -102,6 +117,7 @@ private struct PassState {
         let outputs = self.outputs
         for t in steps {
             activity.step(at: t) { outputs.bout($0) }
+            floors?.step(at: t)
             outputs.stepTime(t)
             if outputs.keepsStepTimes { result.stepTimes.append(t) }
         }
@@ -109,6 +125,7 @@ private struct PassState {
         result.samples += chunk.samples.count
         if let latest = timeline.latestTime {
             result.lastTime = latest
+            floors?.advance(to: latest)
             activity.advance(to: latest, minute: { outputs.minute($0) }, bout: { outputs.bout($0) })
         }
     }
@@ -124,6 +141,7 @@ private struct PassState {
         result.gapSeconds = timeline.gapSeconds
         result.clockJumpsBack = timeline.clockJumpsBack
         result.clock = clock
+        if let counted = floors?.finish() { result.floors = (counted.ascended, counted.descended) }
         try outputs.finish(result)
     }
 }
@@ -139,6 +157,8 @@ struct AnalysisResult {
     var lastTime: Double?
     /// Only for several recordings' JSON on standard output; a file's JSON writes them as they come.
     var stepTimes: [Double] = []
+    /// Floors up and down, when a pressure file lies beside the recording.
+    var floors: (ascended: Int, descended: Int)?
     var days: [DaySummary] = []
     var bouts = 0
     var gaps = 0
@@ -169,6 +189,7 @@ struct AnalysisResult {
     var summaryLine: String {
         var details = ["\(samples) samples", "detector \(detector)"]
         if gaps > 0 { details.append(String(format: "%d gap%@, %.1f h not recorded", gaps, gaps == 1 ? "" : "s", gapSeconds / 3600)) }
+        if let floors { details.append("floors \(floors.ascended) up, \(floors.descended) down") }
         return "\(path): \(steps) steps in \(String(format: "%.1f", durationSeconds)) s (\(details.joined(separator: ", ")))"
     }
 
@@ -222,6 +243,9 @@ struct AnalysisResult {
         var clock_jumps_back: Int
         var cut_short: Bool
         var days: [JSONDay]
+        /// Only when a pressure file lies beside the recording (docs/barometer.md).
+        var floors_ascended: Int?
+        var floors_descended: Int?
     }
 
     /// The JSON object; `stepTimes` nil leaves the key out.
@@ -239,7 +263,8 @@ struct AnalysisResult {
                         walking_min: round(day.walkingSeconds / 60, 10), bouts: day.bouts,
                         peak_1min_spm: day.peakOneMinuteStepsPerMinute,
                         peak_30min_spm: day.peakThirtyMinuteStepsPerMinute.map { round($0, 10) }, recorded_min: day.recordedMinutes)
-            })
+            },
+            floors_ascended: floors?.ascended, floors_descended: floors?.descended)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return String(decoding: try encoder.encode(body), as: UTF8.self)

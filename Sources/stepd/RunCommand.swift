@@ -110,6 +110,7 @@ struct Run: ParsableCommand {
 
         engine.attach(source: source)
         source.start(sink: engine)
+        let barometer = BarometerChoice.start(for: source, options: iio, engine: engine, logger: logger)
         gpsSource?.start(sink: engine)
         print(SourceChoice.banner(for: source))
         print("stepd: listening on \(socketPath)")
@@ -120,6 +121,7 @@ struct Run: ParsableCommand {
 
         ShutdownHandler.install(logger: logger) {
             source.stop()
+            barometer?.stop()
             gpsSource?.stop()
             fleet?.stop()
             runtime.stop()
@@ -135,6 +137,8 @@ struct Run: ParsableCommand {
             return try SourceChoice(demo: demo, replay: replay, speed: speed, loop: loop,
                                     device: iio.device, iioURI: iio.iioURI).makeSource(logger: logger)
         } catch let error as RecordingError {
+            throw StartFailure(description: "\(error)", status: error.isMissingInput ? .noInput : .dataError)
+        } catch let error as PressureFileError {
             throw StartFailure(description: "\(error)", status: error.isMissingInput ? .noInput : .dataError)
         }
     }

@@ -100,36 +100,3 @@ final class StrideModelTests: XCTestCase {
         XCTAssertFalse(model.isCalibrated)
     }
 }
-
-final class FloorCounterTests: XCTestCase {
-    /// Pressure at `altitude` metres in the standard atmosphere (the inverse of the barometric formula).
-    private func pressure(at altitude: Double) -> Double {
-        101.325 * pow(1 - altitude / 44330.77, 1 / 0.190263)
-    }
-
-    func testBarometricFormulaRoundTrips() {
-        XCTAssertEqual(FloorCounter.altitudeMeters(pressureKilopascal: 101.325), 0, accuracy: 1e-9)
-        XCTAssertEqual(FloorCounter.altitudeMeters(pressureKilopascal: pressure(at: 250)), 250, accuracy: 1e-6)
-    }
-
-    func testClimbingThreeFloorsAndComingDownOne() {
-        var counter = FloorCounter()
-        for h in stride(from: 100.0, through: 109.2, by: 0.05) { counter.update(pressureKilopascal: pressure(at: h)) }
-        for _ in 0..<50 { counter.update(pressureKilopascal: pressure(at: 109.2)) }
-        XCTAssertEqual(counter.ascended, 3)
-        for h in stride(from: 109.2, through: 105.9, by: -0.05) { counter.update(pressureKilopascal: pressure(at: h)) }
-        for _ in 0..<50 { counter.update(pressureKilopascal: pressure(at: 105.9)) }
-        XCTAssertEqual(counter.descended, 1)
-    }
-
-    func testNoiseAndDriftUnderAFloorCountNothing() {
-        var counter = FloorCounter()
-        var generator = SplitMix(seed: 3)
-        for n in 0..<3000 {
-            let h = 200 + 1.2 * sin(Double(n) / 300) + (generator.nextUnit() - 0.5) * 0.8
-            counter.update(pressureKilopascal: pressure(at: h))
-        }
-        XCTAssertEqual(counter.ascended, 0)
-        XCTAssertEqual(counter.descended, 0)
-    }
-}

@@ -17,6 +17,7 @@ final class ConfigKeysTests: XCTestCase {
         "mqtt_url": "mqtt tls", "mqtt_device_id": "mqtt tls", "mqtt_topic_prefix": "mqtt tls", "mqtt_keepalive_s": "mqtt tls",
         "mqtt_ca_file": "mqtt tls", "mqtt_cert_file": "mqtt tls", "mqtt_key_file": "mqtt tls", "mqtt_username": "mqtt tls",
         "mqtt_password_file": "mqtt tls", "mqtt_homeassistant": "mqtt tls",
+        "barometer": "sensor", "no_barometer": "no barometer",
     ]
 
     static func documentedKeys() throws -> Set<String> {
@@ -164,7 +165,7 @@ final class ConfigKeysTests: XCTestCase {
         let socket = directory.file("sensor.sock")
         let (process, _, logPath) = try start([
             "socket": socket, "state_dir": directory.file("state"), "device": "no-such-accel",
-            "iio_uri": "local:", "no_gps": "true",
+            "iio_uri": "local:", "no_gps": "true", "barometer": "no-such-baro",
         ], directory: directory)
         defer { stop(process) }
         let client = try connect(socket, process: process, log: logPath)
@@ -174,6 +175,25 @@ final class ConfigKeysTests: XCTestCase {
         XCTAssertTrue("\(source)".contains("no-such-accel"), "device: \(source)")
         XCTAssertEqual(gps(status)["state"] as? String, "unavailable", "no_gps")
         XCTAssertTrue((gps(status)["error"] as? String ?? "").lowercased().contains("disabled"), "no_gps: \(gps(status))")
+        let barometer = try poll(client, timeout: 10, "the barometer waiting") { status in
+            (status["barometer"] as? [String: Any])?["state"] as? String == "waiting"
+        }["barometer"] as? [String: Any] ?? [:]
+        XCTAssertEqual(barometer["description"] as? String, "iio no-such-baro", "barometer: \(barometer)")
+    }
+
+    /// no_barometer = true: no barometer is looked for, STATUS says so.
+    func testNoBarometerKeyTakesEffect() throws {
+        let directory = try TemporaryDirectory()
+        let socket = directory.file("nobaro.sock")
+        let (process, _, logPath) = try start([
+            "socket": socket, "state_dir": directory.file("state"), "no_gps": "true", "no_barometer": "true",
+        ], directory: directory)
+        defer { stop(process) }
+        let client = try connect(socket, process: process, log: logPath)
+        let barometer = try poll(client, timeout: 10, "the barometer unavailable") { status in
+            (status["barometer"] as? [String: Any])?["state"] as? String == "unavailable"
+        }["barometer"] as? [String: Any] ?? [:]
+        XCTAssertEqual(barometer["error"] as? String, "barometer disabled (--no-barometer)", "no_barometer: \(barometer)")
     }
 
     /// max_clients_per_user, reserved_clients and max_requests_in_flight, with clients of other users (setpriv):

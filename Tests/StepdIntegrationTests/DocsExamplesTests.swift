@@ -17,7 +17,12 @@ final class DocsExamplesTests: XCTestCase {
         let port = GPSDFake.freePort()
         // A broker too, so that STATUS shows its `mqtt` object (docs/protocol.md, docs/fleet.md).
         let broker = try MosquittoBroker(directory: directory)
-        let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--speed", "4", "--loop",
+        // The recording with a barometer's file beside it (docs/barometer.md), so STATUS shows its fields.
+        let recording = directory.file("walk-inhand.csv.gz")
+        try FileManager.default.copyItem(atPath: Binaries.bundledRecording, toPath: recording)
+        try ("t,p_kpa\n" + (0...2400).map { String(format: "%.2f,100.8731", Double($0) / 4) }.joined(separator: "\n") + "\n")
+            .write(toFile: directory.file("walk-inhand.pressure.csv"), atomically: true, encoding: .utf8)
+        let daemon = try Daemon(arguments: ["--replay", recording, "--speed", "4", "--loop",
                                             "--gpsd", "127.0.0.1:\(port)", "--gps-retry-s", "0.2",
                                             "--visit-min-stay-s", "60", "--mqtt-url", "mqtt://127.0.0.1:\(broker.port)",
                                             "--mqtt-device-id", "docs"], directory: directory)

@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import Logging
 
-/// Wakes the IIO source when an accelerometer may have appeared, so that it waits for one instead of
+/// Wakes an IIO source when its device (an accelerometer, a barometer) may have appeared, so that it waits for one instead of
 /// looking every second. Three signals, each used when it can be had:
 /// - inotify on /sys/bus/iio/devices: a device directory appearing where the tree is an ordinary file
 ///   system (a bind-mounted or tmpfs tree, as the tests build; real sysfs sends no events for new devices);
@@ -22,14 +22,17 @@ final class IIODeviceWatcher {
     private static let ueventGroups: UInt32 = 1 | 2
 
     private let logger: Logger
+    /// What the watcher's owner waits for, for the debug log: "an accelerometer", "a barometer".
+    private let looking: String
     private var inotify: Int32 = -1
     private var sysfsWatch: Int32 = -1
     private var uevents: Int32 = -1
     private var wakePipe: [Int32] = [-1, -1]
     private var started = false
 
-    init(logger: Logger) {
+    init(logger: Logger, looking: String = "an accelerometer") {
         self.logger = logger
+        self.looking = looking
         inotify = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         if inotify >= 0 {
             let devMask = UInt32(IN_CREATE | IN_ATTRIB | IN_MOVED_TO)
@@ -46,7 +49,7 @@ final class IIODeviceWatcher {
         let dev = inotify >= 0 ? "inotify on \(Self.deviceDirectory)" : "no inotify"
         let kernel = uevents >= 0 ? "kernel and udev uevents" : "no uevents"
         started = true
-        logger.debug("iio watch: waiting for an accelerometer with \(sysfs), \(dev), \(kernel); a look every \(Int(Self.fallbackSeconds)) s at most")
+        logger.debug("iio watch: waiting for \(looking) with \(sysfs), \(dev), \(kernel); a look every \(Int(Self.fallbackSeconds)) s at most")
     }
 
     deinit {
@@ -115,7 +118,7 @@ final class IIODeviceWatcher {
                 if Self.contains(buffer[0..<n], key) { relevant = true }
             }
         }
-        if relevant { logger.debug("iio watch: a device event; looking for an accelerometer") }
+        if relevant { logger.debug("iio watch: a device event; looking for \(looking)") }
         return relevant
     }
 

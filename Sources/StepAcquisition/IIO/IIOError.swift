@@ -1,4 +1,4 @@
-/// Why an IIO accelerometer cannot be read right now, as one sentence a person can act on.
+/// Why an IIO accelerometer (or barometer) cannot be read right now, as one sentence a person can act on.
 /// Every case is a state the daemon reports and retries from, never a reason to exit.
 public enum IIOError: Error, Equatable, CustomStringConvertible {
     /// libiio could not open the context (no IIO subsystem, no iiod at that address).
@@ -7,6 +7,10 @@ public enum IIOError: Error, Equatable, CustomStringConvertible {
     case noAccelerometer(uri: String, found: [String])
     /// `--device` named something that is not there.
     case deviceNotFound(selector: String, accelerometers: [String])
+    /// The context has devices, but none with a pressure input channel.
+    case noBarometer(uri: String, found: [String])
+    /// `--barometer` named something that is not there.
+    case barometerNotFound(selector: String, barometers: [String])
     /// Another reader (iio-sensor-proxy, a second stepd) holds the buffer or the character device.
     case deviceBusy(device: String, path: String)
     /// The device went away while we were reading it.
@@ -30,6 +34,13 @@ public enum IIOError: Error, Equatable, CustomStringConvertible {
         case .deviceNotFound(let selector, let accelerometers):
             return "no IIO accelerometer named '\(selector)' (by name, label or iio:deviceN); "
                 + (accelerometers.isEmpty ? "there is none" : "there is \(accelerometers.joined(separator: ", "))")
+        case .noBarometer(let uri, let found):
+            return found.isEmpty
+                ? "no IIO barometer at '\(uri)': no IIO devices found"
+                : "no IIO barometer at '\(uri)': found only \(found.joined(separator: ", "))"
+        case .barometerNotFound(let selector, let barometers):
+            return "no IIO barometer named '\(selector)' (by name, label or iio:deviceN); "
+                + (barometers.isEmpty ? "there is none" : "there is \(barometers.joined(separator: ", "))")
         case .deviceBusy(let device, let path):
             return "\(device) is busy: another reader (such as iio-sensor-proxy) holds \(path); "
                 + "see docs/iio.md to give the device to stepd"

@@ -14,6 +14,9 @@ public final class ReplaySource: SampleSource, @unchecked Sendable {
     public var kind: String { isDemo ? "demo" : "replay" }
 
     private let samples: [Sample]
+    /// The barometer's file beside the recording (PressureFile.swift), when there is one.
+    private var pressure: PressureFeed?
+    public var pressurePath: String? { pressure?.path }
     private let logger: Logger
     private let stopped = NSCondition()
     private var stopRequested = false
@@ -31,6 +34,7 @@ public final class ReplaySource: SampleSource, @unchecked Sendable {
         isDemo = demo
         self.logger = logger
         samples = try RecordingReader.read(path: path)
+        pressure = try PressureFile.find(besideRecording: path).map(PressureFeed.init)
     }
 
     public func start(sink: SampleSink) {
@@ -62,6 +66,8 @@ public final class ReplaySource: SampleSource, @unchecked Sendable {
 
     private func run(sink: SampleSink) {
         sink.sourceStateChanged(.running)
+        let barometer = sink as? BarometerSink
+        pressure?.start(barometer)
         var clock = ReplayClock(speed: speed)
         let period = Self.typicalInterval(samples)
         var clockOffset = 0.0
@@ -96,12 +102,15 @@ public final class ReplaySource: SampleSource, @unchecked Sendable {
                 }
                 if wait(until: due) { return }
                 sink.receive(batch)
+                if lastTime.isFinite { pressure?.feed(until: lastTime, offset: clockOffset, to: barometer) }
             }
             // The next pass continues the clock one typical interval after the last sample.
             if lastTime.isFinite { clockOffset = lastTime + period - samples[0].time }
+            pressure?.rewind()
         } while loop && samples[0].time.isFinite
         if clock.gaps > 0 { logger.debug("replay \(path): \(clock.gaps) gaps in the recording's clock") }
         sink.sourceStateChanged(.finished)
+        if pressure != nil { barometer?.barometerStateChanged(.finished) }
     }
 
     /// The median of the first intervals: what one sample is worth, robust to a jump in the clock.

@@ -8,7 +8,7 @@ import StepProcessing
 /// The processing engine. It owns the pipeline and the count on one serial dispatch queue: sources hand
 /// samples over from their own threads, and everything that changes state runs on `queue`. Readers (the
 /// socket server) see only the snapshot the queue publishes after each batch.
-public final class Engine: HardwareStepSink, @unchecked Sendable {
+public final class Engine: HardwareStepSink, BarometerSink, @unchecked Sendable {
     public struct Configuration: Sendable {
         public var detector: StepDetectorKind = .default
         public var rateHz: Double = 60
@@ -32,6 +32,7 @@ public final class Engine: HardwareStepSink, @unchecked Sendable {
     private var motion: MotionEstimator
     private var lastMotion: MotionEstimate?
     private var floors: FloorCounter?
+    private var barometer = BarometerState()
     private var lastSampleTime = 0.0
     private var lastSampleWall = Date()
     private var lastPedometerPush = -Double.infinity
@@ -161,11 +162,49 @@ public final class Engine: HardwareStepSink, @unchecked Sendable {
         latestHardwareSteps.withLockedValue { $0 = steps }
     }
 
-    /// A barometer reading (kPa): from the first one on, floors are counted.
-    public func receive(pressureKilopascal: Double) {
+    // MARK: BarometerSink (IIOBarometerSource, or a replay's pressure file)
+
+    /// A barometer reading: from the first one on, floors are counted, each reading taking the walking
+    /// state of the moment it arrives (FloorCounter counts height only while walking).
+    public func receive(pressure: PressureReading) {
         queue.async { [self] in
             if floors == nil { floors = FloorCounter() }
-            floors?.update(pressureKilopascal: pressureKilopascal)
+            let before = (floors?.ascended ?? 0) + (floors?.descended ?? 0)
+            floors?.update(time: pressure.time, pressureKilopascal: pressure.kilopascal, walking: activity.state == .walking)
+            barometer.lastKilopascal = pressure.kilopascal
+            publish()
+            // A floor is news for PEDOMETER watchers (and the history) even when no step follows it.
+            if (floors?.ascended ?? 0) + (floors?.descended ?? 0) != before {
+                logger.debug("barometer: floors \(floors?.ascended ?? 0) up, \(floors?.descended ?? 0) down, at \(String(format: "%.1f", floors?.relativeAltitudeMeters ?? 0)) m")
+                let s = snapshot
+                for handler in eventHandlers.withLockedValue({ $0 }) { handler(.pedometer(s)) }
+            }
+        }
+    }
+
+    public func barometerStateChanged(_ state: SourceState) {
+        queue.async { [self] in
+            guard barometer.state != state else { return }
+            let name = barometer.description.isEmpty ? "barometer" : "barometer \(barometer.description)"
+            if case .waiting(let reason) = state {
+                logger.notice("\(name): waiting for one: \(reason)")
+            } else if case .unavailable(let reason) = state, barometer.kind == "none" {
+                logger.debug("\(name): \(reason)")
+            } else if let reason = state.reason {
+                logger.warning("\(name): \(state.name): \(reason)")
+            } else {
+                logger.info("\(name): \(state.name)")
+            }
+            barometer.state = state
+            publish()
+        }
+    }
+
+    public func barometerIdentified(kind: String, description: String, rateHz: Double?) {
+        queue.async { [self] in
+            barometer.kind = kind
+            barometer.description = description
+            barometer.rateHz = rateHz
             publish()
         }
     }
@@ -340,6 +379,8 @@ public final class Engine: HardwareStepSink, @unchecked Sendable {
         }
         s.floorsAscended = floors?.ascended
         s.floorsDescended = floors?.descended
+        s.barometer = barometer
+        s.relativeAltitudeMeters = floors?.relativeAltitudeMeters
         s.detector = pipeline.detector.name
         s.sourceKind = source.kind
         s.sourceDescription = source.description

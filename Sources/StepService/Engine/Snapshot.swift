@@ -19,6 +19,9 @@ public struct EngineSnapshot: Sendable {
     public var activity: ActivityTracker.State = .stationary
     public var floorsAscended: Int?
     public var floorsDescended: Int?
+    /// The barometer, and CMAltimeter's relativeAltitude: metres since the first reading (or the last reset).
+    public var barometer = BarometerState()
+    public var relativeAltitudeMeters: Double?
     public var detector = ""
     public var sourceKind = "none"
     public var sourceDescription = ""
@@ -34,6 +37,17 @@ public struct EngineSnapshot: Sendable {
     public var motion: MotionEstimate?
     /// The accelerometer's hardware step counter, when it has one.
     public var hardwareSteps: Int?
+}
+
+/// The barometer as STATUS shows it: what it is, its state (SourceState, as the accelerometer's), its rate.
+public struct BarometerState: Sendable, Equatable {
+    /// `iio`, `replay`, or `none` (disabled, or a replay without a pressure file).
+    public var kind = "none"
+    public var description = ""
+    public var state: SourceState = .starting
+    public var rateHz: Double?
+    public var lastKilopascal: Double?
+    public init() {}
 }
 
 /// Something that happened on the processing queue that watchers may want pushed to them.

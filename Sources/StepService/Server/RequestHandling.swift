@@ -45,6 +45,8 @@ extension ProtocolServer {
         message.store = store.map { storeStatus($0.status) }
         message.gps = gpsStatus()
         message.mqtt = fleet?.status
+        message.barometer = s.barometerStatus
+        message.relative_altitude_m = s.relativeAltitudeMeters.flatMap { $0.isFinite ? Replies.rounded($0, 2) : nil }
         let zone = TimeZone.current
         message.time_zone = zone.identifier
         message.utc_offset_s = zone.secondsFromGMT(for: Date())

@@ -1,0 +1,179 @@
+import CIIO
+import Foundation
+import Glibc
+import Logging
+import StepProcessing
+
+/// An IIO pressure sensor, polled a few times a second on a thread of its own: a barometer has no need of
+/// a buffer, and most drivers (bmp280, ms5611, dps310) read the chip on each read of `in_pressure_input`.
+/// States and retries as the accelerometer's (IIOAccelerometerSource): `waiting` with none present (woken
+/// by the device watcher), `busy` while another reader holds its buffer (reads answer EBUSY),
+/// `disconnected` when it goes away mid-stream, `running` again when it returns.
+public final class IIOBarometerSource: @unchecked Sendable {
+    public let uri: String
+    public let selector: String?
+    /// Readings a second. 4 Hz: a 6 s spike-rejecting median has 24 of them, and bmp280-class chips settle
+    /// a reading in 5-40 ms (their datasheets' measurement times), so the bus is idle most of the time.
+    public let rateHz: Double
+    public static let defaultRateHz = 4.0
+    public static let retrySeconds = 1.0
+
+    private let logger: Logger
+    private let stopSignal = IIOStopSignal()
+    private var thread: Thread?
+    /// What was found at start, for the banner and debug log.
+    public let initialDescription: String?
+
+    public init(uri: String = "local:", selector: String? = nil, rateHz: Double = defaultRateHz,
+                logger: Logger = Logger(label: "stepd.barometer")) {
+        self.uri = uri
+        self.selector = selector
+        self.rateHz = rateHz
+        self.logger = logger
+        initialDescription = (try? IIOBarometerDiscovery.find(uri: uri, selector: selector))?.1.displayName
+    }
+
+    /// What STATUS and the log name before the device is found: the selector, or "iio (first found)".
+    public var description: String { initialDescription ?? selector.map { "iio \($0)" } ?? "iio (first found)" }
+
+    public func start(sink: BarometerSink) {
+        sink.barometerIdentified(kind: "iio", description: description, rateHz: rateHz)
+        let thread = Thread { [self] in run(sink: sink) }
+        thread.name = "stepd.barometer"
+        self.thread = thread
+        thread.start()
+    }
+
+    public func stop() { stopSignal.stop() }
+
+    private func run(sink: BarometerSink) {
+        let watcher = uri.hasPrefix("local") ? IIODeviceWatcher(logger: logger, looking: "a barometer") : nil
+        var lastError: IIOError?
+        while !stopSignal.isStopped {
+            watcher?.drain()
+            var missing = false
+            do {
+                let (device, found) = try IIOBarometerDiscovery.find(uri: uri, selector: selector)
+                sink.barometerIdentified(kind: "iio", description: found.displayName, rateHz: rateHz)
+                lastError = nil
+                try poll(device, sink: sink)
+            } catch let error as IIOError {
+                missing = Self.isMissing(error, uri: uri)
+                if error != lastError { sink.barometerStateChanged(Self.state(for: error, uri: uri)) }
+                lastError = error
+            } catch {
+                sink.barometerStateChanged(.unavailable(reason: "\(error)"))
+            }
+            let stopped: Bool
+            if missing, let watcher {
+                stopped = watcher.wait(seconds: IIODeviceWatcher.fallbackSeconds, stop: stopSignal)
+            } else {
+                stopped = stopSignal.wait(seconds: Self.retrySeconds)
+            }
+            if stopped { break }
+        }
+        sink.barometerStateChanged(.finished)
+    }
+
+    /// Reads the device at `rateHz` until it fails or the source stops.
+    private func poll(_ device: IIODevice, sink: BarometerSink) throws {
+        let name = device.displayName
+        guard let channel = IIOBarometerDiscovery.pressureChannel(of: device) else { throw IIOError.disconnected(device: name) }
+        let reader = try PressureReader(device: device, channel: channel)
+        try configureRate(of: device)
+        logger.debug("\(name): barometer polled at \(IIODiscovery.format(rateHz)) Hz through \(reader.source)")
+        var running = false
+        let period = 1 / rateHz
+        var next = IIOTimeline.monotonicSeconds()
+        while !stopSignal.isStopped {
+            let now = IIOTimeline.monotonicSeconds()
+            let kilopascal = try reader.read()
+            if !running {
+                running = true
+                sink.barometerStateChanged(.running)
+            }
+            sink.receive(pressure: PressureReading(time: now, kilopascal: kilopascal))
+            next += period
+            if next < now { next = now + period }
+            if stopSignal.wait(seconds: next - IIOTimeline.monotonicSeconds()) { return }
+        }
+    }
+
+    /// A chip with sampling_frequency runs at the smallest rate at least the polling rate, so that each
+    /// read sees a fresh value; one without (bmp280 in one-shot mode) measures on each read.
+    private func configureRate(of device: IIODevice) throws {
+        guard let at = IIOBarometerDiscovery.rateAttribute(of: device) else { return }
+        let available = IIODiscovery.availableRates(of: device, at: at)
+        if let chosen = IIODiscovery.chooseRate(from: available, pipelineRateHz: rateHz) {
+            try? IIODiscovery.write(device, at, "sampling_frequency", IIODiscovery.format(chosen))
+        }
+    }
+
+    static func isMissing(_ error: IIOError, uri: String) -> Bool {
+        switch error {
+        case .noBarometer, .barometerNotFound: return true
+        case .contextUnavailable: return uri.hasPrefix("local")
+        default: return false
+        }
+    }
+
+    static func state(for error: IIOError, uri: String) -> SourceState {
+        if isMissing(error, uri: uri) { return .waiting(reason: error.description) }
+        switch error {
+        case .deviceBusy: return .busy(reason: error.description)
+        case .disconnected: return .disconnected(reason: error.description)
+        default: return .unavailable(reason: error.description)
+        }
+    }
+}
+
+/// Reads one pressure in kPa: the processed `in_pressure_input`, or (raw + offset) × scale (the IIO ABI).
+struct PressureReader {
+    let device: IIODevice
+    let channel: OpaquePointer
+    let processed: Bool
+    let scale: Double
+    let offset: Double
+    var source: String { processed ? "in_pressure_input" : "in_pressure_raw" }
+
+    init(device: IIODevice, channel: OpaquePointer) throws {
+        self.device = device
+        self.channel = channel
+        processed = device.channelHasAttribute(channel, "input")
+        if processed {
+            scale = 1
+            offset = 0
+        } else {
+            scale = try Self.number(device, channel, "scale", default: 1)
+            offset = try Self.number(device, channel, "offset", default: 0)
+        }
+    }
+
+    private static func number(_ device: IIODevice, _ channel: OpaquePointer, _ name: String, default value: Double) throws -> Double {
+        guard device.channelHasAttribute(channel, name) else { return value }
+        let text = try device.readAttribute(name, of: channel)
+        guard let number = Double(text), number.isFinite else {
+            throw IIOError.badAttribute(device: device.displayName, attribute: "in_pressure_\(name)", value: text,
+                                        reason: "not a number")
+        }
+        return number
+    }
+
+    /// One reading; EBUSY (a buffer enabled by another reader) is `busy`, a vanished device `disconnected`.
+    func read() throws -> Double {
+        var buffer = [CChar](repeating: 0, count: 64)
+        let result = ciio_channel_attr_read(channel, processed ? "input" : "raw", &buffer, buffer.count)
+        let name = device.displayName
+        if result < 0 {
+            let code = Int32(-result)
+            if code == EBUSY { throw IIOError.deviceBusy(device: name, path: "\(device.id)/\(source) (its buffer is enabled)") }
+            if !device.isPresent || code == ENODEV || code == ENOENT { throw IIOError.disconnected(device: name) }
+            throw IIOError.attributeFailed(device: name, attribute: source, reason: IIODevice.message(errno: code))
+        }
+        let text = String(cString: buffer).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let value = Double(text), value.isFinite else {
+            throw IIOError.badAttribute(device: name, attribute: source, value: text, reason: "not a number")
+        }
+        return processed ? value : (value + offset) * scale
+    }
+}

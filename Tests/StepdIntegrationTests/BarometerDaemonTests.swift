@@ -1,0 +1,234 @@
+import Foundation
+import TestSupport
+import XCTest
+
+/// Floors from a barometer, end to end: a fake bmp280 (in_pressure_input in kPa, in_temp_input) read by the
+/// real libiio in a private mount namespace (scripts/fake-iio), its pressure rewritten 20 times a second from a
+/// track synthesised from physics (TestSupport/PressureTrack.swift: barometric formula, BMP280 datasheet noise,
+/// 1 hPa/h weather drift), over a real walking recording (../shared/data/steps, Oxford Step Counter data set,
+/// CC BY 4.0) fed as a bmi160. Real time throughout: the floor counter's windows are in seconds, so a feed
+/// sped up would change the physics. The two scenarios run side by side, each with its own daemon.
+final class BarometerDaemonTests: XCTestCase {
+    /// Walking in hand, steady from 20 s on (Tests/qemu uses the same stretch).
+    private let walk = "steps/oxford-phone/samsung_jamie_hard_inhand_1/accel.csv.gz"
+    /// Free-living wrist recording with no step between 16 and 50 s (OxWalk, CC BY 4.0): someone standing.
+    private let still = "steps/oxwalk-wrist/oxwalk_p30_wrist_first/accel.csv.gz"
+
+    /// Three floors up and two down by the stairs at 0.6 m/s, then a 30 Pa door slam for 2 s, all walking.
+    static let stairs: PressureTrack = {
+        var track = PressureTrack(segments: [
+            .init(seconds: 5, walking: true), .stairs(floors: 3, rate: 0.6), .init(seconds: 4, walking: true),
+            .stairs(floors: -2, rate: 0.6), .init(seconds: 9, walking: true)])
+        track.spikes = [.init(start: 36, seconds: 2, pascal: 30)]
+        return track
+    }()
+
+    /// 10 s of walking, standing 6 s, the same three floors by elevator at 1 m/s, standing 8 s, walking off.
+    static let elevator = PressureTrack(segments: [
+        .init(seconds: 10, walking: true), .init(seconds: 6, walking: false), .elevator(floors: 3, rate: 1),
+        .init(seconds: 8, walking: false), .init(seconds: 8, walking: true)])
+
+    /// The rows of a t,x,y,z recording between `from` and `to` seconds, rebased to start at `at`.
+    private func rows(_ relative: String, from: Double, to: Double, at start: Double) throws -> [String] {
+        let url = try Binaries.sharedData(relative)
+        let text = try runCommand("/bin/gzip", ["-dc", url.path]).stdout
+        return text.split(separator: "\n").dropFirst().compactMap { line in
+            let fields = line.split(separator: ",")
+            guard fields.count == 4, let t = Double(fields[0]), t >= from, t < to else { return nil }
+            return String(format: "%.4f", t - from + start) + "," + fields[1...].joined(separator: ",")
+        }
+    }
+
+    private func write(_ rows: [String], to path: String) throws {
+        try ("t,x,y,z\n" + rows.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+    }
+
+    private func startDaemon(accel: String, pressure: String, arguments: [String], directory: TemporaryDirectory) throws -> FakeIIODaemon {
+        let socket = directory.file("stepd.sock")
+        let devices: [[String: Any]] = [
+            ["name": "bmi160", "recording": accel, "once": true, "sampling_frequency_available": [25, 50, 100, 200]],
+            ["name": "bmp280", "label": "baro", "pressure": pressure, "pressure_clock": "iio:device0"]]
+        let fake = try FakeIIO(devices: devices, command: [Binaries.stepd, "--socket", socket, "--state-dir",
+                                                           directory.file("state"), "--log-level", "debug"] + arguments,
+                               directory: directory)
+        return FakeIIODaemon(socketPath: socket, fake: fake)
+    }
+
+    func testStairsCountAndAnElevatorAndADoorSlamDoNot() throws {
+        try FakeIIO.requireNamespaces()
+        let stairsDirectory = try TemporaryDirectory(), elevatorDirectory = try TemporaryDirectory()
+        try write(try rows(walk, from: 20, to: 20 + Self.stairs.duration, at: 0), to: stairsDirectory.file("walk.csv"))
+        try Self.stairs.csv(rateHz: 10).write(toFile: stairsDirectory.file("walk.pressure.csv"), atomically: true, encoding: .utf8)
+        try write(try rows(walk, from: 20, to: 30, at: 0) + rows(still, from: 18, to: 41, at: 10) + rows(walk, from: 30, to: 38, at: 33),
+                  to: elevatorDirectory.file("ride.csv"))
+        try Self.elevator.csv(rateHz: 10).write(toFile: elevatorDirectory.file("ride.pressure.csv"), atomically: true, encoding: .utf8)
+
+        let stairs = try startDaemon(accel: stairsDirectory.file("walk.csv"), pressure: stairsDirectory.file("walk.pressure.csv"),
+                                     arguments: ["--barometer", "baro"], directory: stairsDirectory)
+        let ride = try startDaemon(accel: elevatorDirectory.file("ride.csv"), pressure: elevatorDirectory.file("ride.pressure.csv"),
+                                   arguments: ["--barometer", "iio:device1"], directory: elevatorDirectory)
+        try stairs.waitForSocket()
+        try ride.waitForSocket()
+
+        let status = try stairs.waitUntil(timeout: 20, "the barometer running") { ($0["barometer"] as? [String: Any])?["state"] as? String == "running" }
+        let barometer = try XCTUnwrap(status["barometer"] as? [String: Any])
+        XCTAssertEqual(barometer["description"] as? String, "iio:device1 (bmp280, label baro)")
+        XCTAssertEqual(barometer["kind"] as? String, "iio")
+        XCTAssertEqual(barometer["rate_hz"] as? Double ?? (barometer["rate_hz"] as? Int).map(Double.init), 4)
+        let kpa = try XCTUnwrap(barometer["pressure_kpa"] as? Double)
+        XCTAssertEqual(kpa, PressureTrack.pressureKilopascal(altitude: 120), accuracy: 0.05, "the fake's pressure, in kPa")
+
+        // Stairs: every sample fed, then the count. The slam came 4 s after the descent, while walking.
+        _ = try stairs.waitForAllSamples(timeout: 90)
+        let steps = try stairs.steps()
+        XCTAssertGreaterThan(steps["steps"] as? Int ?? 0, 50, "a walk")
+        XCTAssertEqual(steps["floors_ascended"] as? Int, 3, "3 floors up by the stairs; log:\n\(stairs.fake.log)")
+        XCTAssertEqual(steps["floors_descended"] as? Int, 2, "2 floors down by the stairs, and no door slam; log:\n\(stairs.fake.log)")
+        let height = try XCTUnwrap(try stairs.status()["relative_altitude_m"] as? Double)
+        XCTAssertEqual(height, 3, accuracy: 1, "one floor up in all")
+
+        // The elevator: the same height, seen by the barometer, but no floor.
+        _ = try ride.waitForAllSamples(timeout: 60)
+        let rideStatus = try ride.status()
+        XCTAssertEqual(try XCTUnwrap(rideStatus["relative_altitude_m"] as? Double), 9, accuracy: 1, "the ride's 9 m")
+        let rideSteps = try ride.steps()
+        XCTAssertGreaterThan(rideSteps["steps"] as? Int ?? 0, 10, "walked on and off")
+        XCTAssertEqual(rideSteps["floors_ascended"] as? Int, 0, "an elevator is no floor climbed; log:\n\(ride.fake.log)")
+        XCTAssertEqual(rideSteps["floors_descended"] as? Int, 0)
+
+        // Floors reach the history and stepctl.
+        let stepctl = try runCommand(Binaries.stepctl, ["--socket", stairs.socketPath, "steps"])
+        XCTAssertTrue(stepctl.stdout.contains("floors: 3 up, 2 down"), stepctl.stdout)
+        let history = try waitForHistoryFloors(stairs, 3)
+        XCTAssertEqual(history, 3, "minute_bin.floors holds the floors climbed")
+        let table = try runCommand(Binaries.stepctl, ["--socket", stairs.socketPath, "history", "--since", "1h", "--bin", "minute"])
+        XCTAssertTrue(table.stdout.contains("floors"), table.stdout)
+        XCTAssertTrue(table.stdout.split(separator: "\n").last?.hasSuffix(" 3") ?? false, "total floors 3:\n\(table.stdout)")
+        let summary = try runCommand(Binaries.stepctl, ["--socket", stairs.socketPath, "summary"])
+        XCTAssertTrue(summary.stdout.contains("climbed 3 floors"), summary.stdout)
+        let status2 = try runCommand(Binaries.stepctl, ["--socket", stairs.socketPath, "status"])
+        XCTAssertTrue(status2.stdout.contains("barometer: iio:device1 (bmp280, label baro) [iio]: running, 4.0 Hz"), status2.stdout)
+
+        // Unplugged and back: disconnected, then running again, while the accelerometer carries on.
+        try ride.fake.control("remove iio:device1")
+        let gone = try ride.waitUntil(timeout: 10, "the barometer disconnected") {
+            ($0["barometer"] as? [String: Any])?["state"] as? String == "disconnected"
+        }
+        XCTAssertEqual((gone["barometer"] as? [String: Any])?["error"] as? String,
+                       "iio:device1 (bmp280, label baro) disconnected; waiting for it to come back")
+        try ride.fake.control("add iio:device1")
+        try ride.waitUntil(timeout: 10, "the barometer back") { ($0["barometer"] as? [String: Any])?["state"] as? String == "running" }
+        XCTAssertEqual(stairs.fake.terminate(), 0)
+        XCTAssertEqual(ride.fake.terminate(), 0)
+    }
+
+    /// The same stairs replayed from a recording with its pressure file beside it (walk.pressure.csv), at 10x:
+    /// `stepd analyze` and the daemon's replay count them with the same code, on the recording's clock.
+    func testReplayAndAnalyzeCountFloorsFromThePressureFileBeside() throws {
+        let directory = try TemporaryDirectory()
+        let recording = directory.file("walk.csv")
+        try write(try rows(walk, from: 20, to: 20 + Self.stairs.duration, at: 0), to: recording)
+        try Self.stairs.csv(rateHz: 4).write(toFile: directory.file("walk.pressure.csv"), atomically: true, encoding: .utf8)
+
+        let analyzed = try runCommand(Binaries.stepd, ["analyze", "--json", recording])
+        XCTAssertEqual(analyzed.status, 0, analyzed.stderr)
+        let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(analyzed.stdout.utf8)) as? [String: Any])
+        XCTAssertEqual(object["floors_ascended"] as? Int, 3, analyzed.stdout)
+        XCTAssertEqual(object["floors_descended"] as? Int, 2, analyzed.stdout)
+
+        let daemon = try Daemon(arguments: ["--replay", recording, "--speed", "10"], directory: directory)
+        try daemon.waitUntil(timeout: 30, "the replay to finish") { ($0["source"] as? [String: Any])?["state"] as? String == "finished" }
+        let client = try daemon.connect()
+        let steps = try client.request(["cmd": "steps"])
+        XCTAssertEqual(steps["floors_ascended"] as? Int, 3)
+        XCTAssertEqual(steps["floors_descended"] as? Int, 2)
+        let barometer = try XCTUnwrap(try client.request(["cmd": "status"])["barometer"] as? [String: Any])
+        XCTAssertEqual(barometer["kind"] as? String, "replay")
+        XCTAssertEqual(barometer["description"] as? String, "replay:\(directory.file("walk.pressure.csv"))")
+        XCTAssertEqual(barometer["state"] as? String, "finished")
+        XCTAssertEqual(barometer["rate_hz"] as? Double ?? (barometer["rate_hz"] as? Int).map(Double.init), 4)
+        let deadline = Date().addingTimeInterval(10)
+        var history: [String: Any] = [:]
+        repeat {
+            history = try client.request(["cmd": "history", "bin": "hour", "from": Self.anHourAgo])
+            if history["floors"] as? Int == 3 { break }
+            usleep(200_000)
+        } while Date() < deadline
+        XCTAssertEqual(history["floors"] as? Int, 3, "\(history)")
+        XCTAssertEqual(daemon.terminate(), 0)
+
+        // A broken pressure file is the recording's fault: 65, with the line; without one, no floors.
+        try "t,p_kpa\n0,100.1\n1,abc\n".write(toFile: directory.file("walk.pressure.csv"), atomically: true, encoding: .utf8)
+        let broken = try runCommand(Binaries.stepd, ["analyze", recording])
+        XCTAssertEqual(broken.status, 65)
+        XCTAssertEqual(broken.stderr, "stepd: \(directory.file("walk.pressure.csv")):3: expected the header 't,p_kpa' or two numbers (seconds, kPa), found '1,abc'\n")
+        try FileManager.default.removeItem(atPath: directory.file("walk.pressure.csv"))
+        let plain = try runCommand(Binaries.stepd, ["analyze", "--json", recording])
+        XCTAssertFalse(plain.stdout.contains("floors"), plain.stdout)
+    }
+
+    static var anHourAgo: String { ISO8601DateFormatter().string(from: Date().addingTimeInterval(-3600)) }
+
+    /// Polls HISTORY (hour bins) until its floors reach `expected` (the store commits every 0.5 s).
+    private func waitForHistoryFloors(_ daemon: FakeIIODaemon, _ expected: Int) throws -> Int? {
+        let deadline = Date().addingTimeInterval(10)
+        var floors: Int?
+        while Date() < deadline {
+            let reply = try daemon.connect().request(["cmd": "history", "bin": "hour", "from": Self.anHourAgo])
+            floors = reply["floors"] as? Int
+            if floors == expected { break }
+            usleep(200_000)
+        }
+        return floors
+    }
+
+    func testAMissingBarometerIsWaitedForAndAPresentOneListed() throws {
+        let accel: [String: Any] = ["name": "bmi160", "recording": Binaries.bundledRecording]
+        // Named but absent: waiting, with the reason; listed devices show none.
+        let directory = try TemporaryDirectory()
+        let socket = directory.file("stepd.sock")
+        let fake = try FakeIIO(devices: [accel], command: [Binaries.stepd, "--socket", socket, "--state-dir", directory.file("state"),
+                                                           "--barometer", "lps22hb"], directory: directory)
+        let daemon = FakeIIODaemon(socketPath: socket, fake: fake)
+        try daemon.waitForSocket()
+        let waiting = try daemon.waitUntil(timeout: 10, "the barometer waiting") {
+            ($0["barometer"] as? [String: Any])?["state"] as? String == "waiting"
+        }
+        XCTAssertEqual((waiting["barometer"] as? [String: Any])?["error"] as? String,
+                       "no IIO barometer at 'local:': found only iio:device0 (bmi160: accel, timestamp)")
+        XCTAssertNil(waiting["relative_altitude_m"])
+        XCTAssertEqual(fake.terminate(), 0)
+
+        let disabled = try FakeIIO.run(devices: [accel, ["name": "bmp280", "pressure": try pressureFile()]],
+                                       command: ["sh", "-c", "\(Binaries.stepd) --list-devices"])
+        XCTAssertTrue(disabled.stdout.contains("iio:device1  (barometer)\n  name:         bmp280"), disabled.stdout)
+        XCTAssertTrue(disabled.stdout.contains("pressure:     in_pressure_input (kPa), polled"), disabled.stdout)
+    }
+
+    func testNoBarometerLeavesThePresentOneAlone() throws {
+        let directory = try TemporaryDirectory()
+        let socket = directory.file("stepd.sock")
+        let fake = try FakeIIO(devices: [["name": "bmi160", "recording": Binaries.bundledRecording],
+                                         ["name": "bmp280", "pressure": try pressureFile()]],
+                               command: [Binaries.stepd, "--socket", socket, "--state-dir", directory.file("state"), "--no-barometer"],
+                               directory: directory)
+        let daemon = FakeIIODaemon(socketPath: socket, fake: fake)
+        try daemon.waitForSocket()
+        let status = try daemon.waitUntil(timeout: 10, "samples") { ($0["samples_in"] as? Int ?? 0) > 100 }
+        let barometer = try XCTUnwrap(status["barometer"] as? [String: Any])
+        XCTAssertEqual(barometer["state"] as? String, "unavailable")
+        XCTAssertEqual(barometer["error"] as? String, "barometer disabled (--no-barometer)")
+        XCTAssertNil(try daemon.steps()["floors_ascended"], "no barometer read, no floors")
+        XCTAssertEqual(fake.terminate(), 0)
+    }
+
+    private func pressureFile() throws -> String {
+        let directory = try TemporaryDirectory()
+        keep.append(directory)
+        let path = directory.file("p.csv")
+        try "t,p_kpa\n0,100.5\n1000,100.5\n".write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    private var keep: [TemporaryDirectory] = []
+}

@@ -54,15 +54,21 @@ final class GPSDTests: XCTestCase {
         for problem in problems.all { XCTFail(problem) }
     }
 
+    private static let processes = NSLock()
+
     /// Replays one receiver log; returns what differs between the daemon's last fix and gpsd's last TPV.
     private func replayRealLog(_ name: String) throws -> [String] {
         let log = try Binaries.sharedData("gps/\(name)").path
         let directory = try TemporaryDirectory()
         let port = GPSDFake.freePort()
-        let daemon = try startDaemon(port: port, directory: directory)
-        defer { daemon.terminate() }
-        let fake = try GPSDFake(log: log, port: port, cycleSeconds: 0.01, directory: directory)
-        defer { fake.stop() }
+        // Foundation's Process on Linux creates each thread's run loop without a lock (run, waitUntilExit):
+        // two threads starting or reaping processes at once can crash in CFRunLoop, so they take turns.
+        let (daemon, fake) = try Self.processes.withLock {
+            _ = RunLoop.current
+            let daemon = try startDaemon(port: port, directory: directory)
+            return (daemon, try GPSDFake(log: log, port: port, cycleSeconds: 0.01, directory: directory))
+        }
+        defer { Self.processes.withLock { fake.stop(); daemon.terminate() } }
         let pipe = try GPSDWatcher(port: port, directory: directory)
         let tpvs = pipe.waitUntilQuiet()
         let positioned = tpvs.filter { ($0["mode"] as? Int ?? 0) >= 2 && $0["lat"] != nil && $0["time"] != nil }

@@ -135,7 +135,8 @@ struct Run: ParsableCommand {
     private func chooseSource(logger: Logger) throws -> SampleSource {
         do {
             return try SourceChoice(demo: demo, replay: replay, speed: speed, loop: loop,
-                                    device: iio.device, iioURI: iio.iioURI).makeSource(logger: logger)
+                                    device: iio.device, iioURI: iio.iioURI,
+                                    barometer: !iio.noBarometer).makeSource(logger: logger)
         } catch let error as RecordingError {
             throw StartFailure(description: "\(error)", status: error.isMissingInput ? .noInput : .dataError)
         } catch let error as PressureFileError {

@@ -14,6 +14,8 @@ struct SourceChoice {
     var loop: Bool
     var device: String?
     var iioURI: String?
+    /// False with --no-barometer: a recording's pressure file is then left unread too.
+    var barometer = true
 
     func makeSource(logger: Logger) throws -> SampleSource {
         if demo {
@@ -22,11 +24,11 @@ struct SourceChoice {
                 throw RecordingError.missing(path: candidates.first ?? DefaultRecording.fileName)
             }
             logger.debug("source choice: --demo: the bundled recording \(bundled), in a loop at speed \(speed)")
-            return try ReplaySource(path: bundled, speed: speed, loop: true, demo: true)
+            return try ReplaySource(path: bundled, speed: speed, loop: true, demo: true, pressure: barometer)
         }
         if let replay, device == nil, iioURI == nil {
             logger.debug("source choice: --replay \(replay) at speed \(speed)\(loop ? ", in a loop" : "")")
-            return try ReplaySource(path: replay, speed: speed, loop: loop)
+            return try ReplaySource(path: replay, speed: speed, loop: loop, pressure: barometer)
         }
         if replay != nil { logger.debug("source choice: --replay ignored: an accelerometer was named") }
         let uri = iioURI ?? "local:"

@@ -157,6 +157,17 @@ final class BarometerDaemonTests: XCTestCase {
         XCTAssertEqual(history["floors"] as? Int, 3, "\(history)")
         XCTAssertEqual(daemon.terminate(), 0)
 
+        // --no-barometer leaves the pressure file unread: no floors, and STATUS says there is no barometer.
+        let elsewhere = try TemporaryDirectory()
+        let unread = try Daemon(arguments: ["--replay", recording, "--speed", "10", "--no-barometer"], directory: elsewhere)
+        try unread.waitUntil(timeout: 30, "the replay without its pressure to finish") {
+            ($0["source"] as? [String: Any])?["state"] as? String == "finished"
+        }
+        let unreadClient = try unread.connect()
+        XCTAssertNil(try unreadClient.request(["cmd": "steps"])["floors_ascended"], "--no-barometer: no floors")
+        XCTAssertEqual((try unreadClient.request(["cmd": "status"])["barometer"] as? [String: Any])?["kind"] as? String, "none")
+        XCTAssertEqual(unread.terminate(), 0)
+
         // A broken pressure file is the recording's fault: 65, with the line; without one, no floors.
         try "t,p_kpa\n0,100.1\n1,abc\n".write(toFile: directory.file("walk.pressure.csv"), atomically: true, encoding: .utf8)
         let broken = try runCommand(Binaries.stepd, ["analyze", recording])

@@ -137,8 +137,10 @@ final class GPSDWatcher {
             .filter { $0["class"] as? String == "TPV" }
     }
 
-    /// Waits until the log has been replayed: TPVs arrived and none came for `quietSeconds`.
-    func waitUntilQuiet(quietSeconds: Double = 1.0, timeout: TimeInterval = 90) -> [[String: Any]] {
+    /// Waits until the log has been replayed: TPVs arrived, `ready` holds for them, and none came for
+    /// `quietSeconds`.
+    func waitUntilQuiet(quietSeconds: Double = 1.0, timeout: TimeInterval = 90,
+                        ready: ([[String: Any]]) -> Bool = { _ in true }) -> [[String: Any]] {
         let deadline = Date().addingTimeInterval(timeout)
         var count = -1
         var since = Date()
@@ -147,7 +149,7 @@ final class GPSDWatcher {
             if now != count {
                 count = now
                 since = Date()
-            } else if now > 0, Date().timeIntervalSince(since) >= quietSeconds {
+            } else if now > 0, Date().timeIntervalSince(since) >= quietSeconds, ready(reports) {
                 break
             }
         }

@@ -70,8 +70,11 @@ final class GPSDTests: XCTestCase {
         }
         defer { Self.processes.withLock { fake.stop(); daemon.terminate() } }
         let pipe = try GPSDWatcher(port: port, directory: directory)
-        let tpvs = pipe.waitUntilQuiet()
-        let positioned = tpvs.filter { ($0["mode"] as? Int ?? 0) >= 2 && $0["lat"] != nil && $0["time"] != nil }
+        // Some logs open with seconds of no-fix sentences; four replays and a build on two cores can pause
+        // gpsfake for a second, so the log counts as played once a fix came and then 2 s of quiet.
+        func hasPosition(_ tpv: [String: Any]) -> Bool { (tpv["mode"] as? Int ?? 0) >= 2 && tpv["lat"] != nil && tpv["time"] != nil }
+        let tpvs = pipe.waitUntilQuiet(quietSeconds: 2) { $0.contains(where: hasPosition) }
+        let positioned = tpvs.filter(hasPosition)
         guard let last = positioned.last else { return ["\(name): gpsd sent no TPV with a position"] }
         // Polled here rather than with Daemon.waitUntil, whose failure is recorded on the test's thread.
         let deadline = Date().addingTimeInterval(20)

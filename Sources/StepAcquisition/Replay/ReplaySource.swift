@@ -25,7 +25,8 @@ public final class ReplaySource: SampleSource, @unchecked Sendable {
     /// How many samples a batch carries in real time: about 20 wake-ups a second.
     private static let batchSeconds = 0.05
 
-    public init(path: String, speed: Double = 1, loop: Bool = false, demo: Bool = false,
+    /// `pressure`: replay the barometer's file beside the recording when there is one (docs/barometer.md).
+    public init(path: String, speed: Double = 1, loop: Bool = false, demo: Bool = false, pressure readsPressure: Bool = true,
                 logger: Logger = Logger(label: "stepd.replay")) throws {
         precondition(speed > 0 && speed.isFinite, "speed must be a positive number")
         self.path = path
@@ -34,7 +35,7 @@ public final class ReplaySource: SampleSource, @unchecked Sendable {
         isDemo = demo
         self.logger = logger
         samples = try RecordingReader.read(path: path)
-        pressure = try PressureFile.find(besideRecording: path).map(PressureFeed.init)
+        pressure = readsPressure ? try PressureFile.find(besideRecording: path).map(PressureFeed.init) : nil
     }
 
     public func start(sink: SampleSink) {

@@ -148,7 +148,7 @@ extension ConfigOption {
                      details: "Read through the same libiio context as the accelerometer, 4 times a second. With none present, stepd waits for one and counts no floors meanwhile. See [barometer.md](barometer.md).",
                      example: "bmp280"),
         ConfigOption(key: "no_barometer", kind: .flag, defaultText: "false",
-                     help: "Do not read a barometer: no floors, no relative_altitude_m.",
+                     help: "Do not read a barometer (nor a replayed recording's pressure file): no floors, no relative_altitude_m.",
                      details: "STATUS then shows the barometer as `unavailable`, \"barometer disabled\"."),
         ConfigOption(key: "replay", kind: .path, defaultText: "(none)",
                      help: "Replay a t,x,y,z recording (CSV, plain or gzip) instead of reading a sensor.", valueName: "file",

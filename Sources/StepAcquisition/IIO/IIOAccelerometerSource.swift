@@ -82,13 +82,7 @@ public final class IIOAccelerometerSource: SampleSource, @unchecked Sendable {
             } catch {
                 sink.sourceStateChanged(.unavailable(reason: "\(error)"))
             }
-            let stopped: Bool
-            if missing, let watcher {
-                stopped = watcher.wait(seconds: IIODeviceWatcher.fallbackSeconds, stop: stopSignal)
-            } else {
-                stopped = stopSignal.wait(seconds: Self.retrySeconds)
-            }
-            if stopped { break }
+            if stopSignal.waitBeforeRetry(deviceMissing: missing, watcher: watcher, retrySeconds: Self.retrySeconds) { break }
         }
         sink.sourceStateChanged(.finished)
     }

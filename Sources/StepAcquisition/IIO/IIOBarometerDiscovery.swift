@@ -61,7 +61,7 @@ public enum IIOBarometerDiscovery {
 }
 
 /// What the discovery tells about one barometer, for `--list-devices` and for choosing one.
-public struct BarometerDescription: Equatable, Sendable {
+public struct BarometerDescription: IIONamed, Equatable, Sendable {
     public var id: String
     public var name: String?
     public var label: String?
@@ -70,18 +70,6 @@ public struct BarometerDescription: Equatable, Sendable {
     public var hasTemperature: Bool
     public var ratesHz: [Double]
     public var rateHz: Double?
-
-    /// "iio:device1 (bmp280, label baro)"
-    public var displayName: String {
-        var words = [name ?? "unnamed"]
-        if let label { words.append("label \(label)") }
-        return "\(id) (\(words.joined(separator: ", ")))"
-    }
-
-    /// True when `selector` is this device's id, name or label.
-    public func matches(_ selector: String) -> Bool {
-        selector == id || selector == name || (label != nil && selector == label)
-    }
 
     /// One paragraph for `stepd --list-devices`.
     public var listing: String {

@@ -30,7 +30,7 @@ final class IIOContext: @unchecked Sendable {
 }
 
 /// One IIO device with the attribute helpers the sources need; keeps its context alive.
-struct IIODevice: @unchecked Sendable {
+struct IIODevice: IIONamed, @unchecked Sendable {
     let context: IIOContext
     let pointer: OpaquePointer
 
@@ -38,13 +38,6 @@ struct IIODevice: @unchecked Sendable {
     var name: String? { iio_device_get_name(pointer).map { String(cString: $0) } }
     var label: String? { iio_device_get_label(pointer).map { String(cString: $0) } }
     var isTrigger: Bool { iio_device_is_trigger(pointer) }
-
-    /// "iio:device0 (bmi160, label accel-display)"
-    var displayName: String {
-        var words = [name ?? "unnamed"]
-        if let label { words.append("label \(label)") }
-        return "\(id) (\(words.joined(separator: ", ")))"
-    }
 
     var channels: [OpaquePointer] {
         (0..<iio_device_get_channels_count(pointer)).compactMap { iio_device_get_channel(pointer, $0) }
@@ -118,7 +111,7 @@ struct IIODevice: @unchecked Sendable {
 }
 
 /// What the discovery tells about one accelerometer, for `--list-devices` and for choosing a source.
-public struct AccelerometerDescription: Equatable, Sendable {
+public struct AccelerometerDescription: IIONamed, Equatable, Sendable {
     public var id: String
     public var name: String?
     public var label: String?
@@ -129,18 +122,6 @@ public struct AccelerometerDescription: Equatable, Sendable {
     public var rateHz: Double?
     public var mountMatrix: String?
     public var trigger: String?
-
-    /// "iio:device0 (bmi160, label accel-display)"
-    public var displayName: String {
-        var words = [name ?? "unnamed"]
-        if let label { words.append("label \(label)") }
-        return "\(id) (\(words.joined(separator: ", ")))"
-    }
-
-    /// True when `selector` is this device's id, name or label.
-    public func matches(_ selector: String) -> Bool {
-        selector == id || selector == name || (label != nil && selector == label)
-    }
 
     /// One paragraph for `stepd --list-devices`.
     public var listing: String {

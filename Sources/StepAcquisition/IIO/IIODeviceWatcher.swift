@@ -175,3 +175,12 @@ final class IIODeviceWatcher {
         return fd
     }
 }
+
+extension IIOStopSignal {
+    /// The pause before a source tries its device again: while the device is missing, until the watcher sees
+    /// one appear (or its fallback period ends); while it is present but failing, `retrySeconds`. True if stopped.
+    func waitBeforeRetry(deviceMissing: Bool, watcher: IIODeviceWatcher?, retrySeconds: Double) -> Bool {
+        if deviceMissing, let watcher { return watcher.wait(seconds: IIODeviceWatcher.fallbackSeconds, stop: self) }
+        return wait(seconds: retrySeconds)
+    }
+}

@@ -77,7 +77,7 @@ public final class IIOAccelerometerSource: SampleSource, @unchecked Sendable {
             } catch let error as IIOError {
                 missing = Self.isMissing(error, uri: uri)
                 // Report a fault once; retries of the same fault stay quiet (the engine logs transitions).
-                if error != lastError { sink.sourceStateChanged(Self.state(for: error, uri: uri)) }
+                if error != lastError { sink.sourceStateChanged(error.sourceState(missing: missing)) }
                 lastError = error
             } catch {
                 sink.sourceStateChanged(.unavailable(reason: "\(error)"))
@@ -106,12 +106,4 @@ public final class IIOAccelerometerSource: SampleSource, @unchecked Sendable {
         }
     }
 
-    static func state(for error: IIOError, uri: String) -> SourceState {
-        if isMissing(error, uri: uri) { return .waiting(reason: error.description) }
-        switch error {
-        case .deviceBusy: return .busy(reason: error.description)
-        case .disconnected: return .disconnected(reason: error.description)
-        default: return .unavailable(reason: error.description)
-        }
-    }
 }

@@ -59,7 +59,7 @@ public final class IIOBarometerSource: @unchecked Sendable {
                 try poll(device, sink: sink)
             } catch let error as IIOError {
                 missing = Self.isMissing(error, uri: uri)
-                if error != lastError { sink.barometerStateChanged(Self.state(for: error, uri: uri)) }
+                if error != lastError { sink.barometerStateChanged(error.sourceState(missing: missing)) }
                 lastError = error
             } catch {
                 sink.barometerStateChanged(.unavailable(reason: "\(error)"))
@@ -111,14 +111,6 @@ public final class IIOBarometerSource: @unchecked Sendable {
         }
     }
 
-    static func state(for error: IIOError, uri: String) -> SourceState {
-        if isMissing(error, uri: uri) { return .waiting(reason: error.description) }
-        switch error {
-        case .deviceBusy: return .busy(reason: error.description)
-        case .disconnected: return .disconnected(reason: error.description)
-        default: return .unavailable(reason: error.description)
-        }
-    }
 }
 
 /// Reads one pressure in kPa: the processed `in_pressure_input`, or (raw + offset) × scale (the IIO ABI).

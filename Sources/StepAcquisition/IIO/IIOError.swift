@@ -55,3 +55,16 @@ public enum IIOError: Error, Equatable, CustomStringConvertible {
         }
     }
 }
+
+extension IIOError {
+    /// The state a source shows for this fault: `waiting` while its device is missing (the caller knows what
+    /// missing means for its kind of device), else busy, disconnected or unavailable.
+    func sourceState(missing: Bool) -> SourceState {
+        if missing { return .waiting(reason: description) }
+        switch self {
+        case .deviceBusy: return .busy(reason: description)
+        case .disconnected: return .disconnected(reason: description)
+        default: return .unavailable(reason: description)
+        }
+    }
+}

@@ -16,8 +16,9 @@ actor EventHub {
     private var subscribers: [Int: AsyncStream<ByteBuffer>.Continuation] = [:]
     private var nextID = 0
     private var upstream: Task<Void, Never>?
-    /// The last `link` frame, so that a page that opens gets the state at once.
-    private var linkFrame = EventHub.linkFrame(connected: false, error: nil)
+    /// The last `link` frame, so that a page that opens gets the state at once; nil until the first
+    /// connection attempt says whether the daemon is there.
+    private var linkFrame: ByteBuffer?
     private var wasConnected: Bool?
 
     /// What a page draws: every class but the daemon's own STATUS, which the page polls.
@@ -45,7 +46,7 @@ actor EventHub {
         continuation.onTermination = { [weak self] _ in
             Task { await self?.unsubscribe(id) }
         }
-        continuation.yield(linkFrame)
+        if let linkFrame { continuation.yield(linkFrame) }
         if upstream == nil {
             upstream = Task { [weak self] in await self?.runUpstream() }
         }
@@ -73,8 +74,9 @@ actor EventHub {
     }
 
     private func noteLink(connected: Bool, error: String?) {
-        linkFrame = Self.linkFrame(connected: connected, error: error)
-        broadcast(linkFrame)
+        let frame = Self.linkFrame(connected: connected, error: error)
+        linkFrame = frame
+        broadcast(frame)
         // Transitions only: a daemon that stays away is logged once, not at every retry.
         if wasConnected != connected {
             if connected {

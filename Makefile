@@ -39,19 +39,25 @@ SYSUSERSDIR ?= $(LIBDIR_SYSTEMD)/sysusers.d
 UDEVRULESDIR ?= $(LIBDIR_SYSTEMD)/udev/rules.d
 BUILT ?= .build/$(CONFIG)
 INSTALL ?= install
+# stepd-web's page (Leaflet comes from Debian's libjs-leaflet, not from here).
+WEB_PAGE = $(wildcard Sources/stepd-web/Public/*)
 
 .PHONY: install uninstall
 
 install:
-	@test -x $(BUILT)/stepd -a -x $(BUILT)/stepctl || { echo "make install: no binaries in $(BUILT); run 'make build' (or pass CONFIG=debug)" >&2; exit 1; }
+	@test -x $(BUILT)/stepd -a -x $(BUILT)/stepctl -a -x $(BUILT)/stepd-web || { echo "make install: no binaries in $(BUILT); run 'make build' (or pass CONFIG=debug)" >&2; exit 1; }
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(UDEVRULESDIR) \
-		$(DESTDIR)$(DATADIR)/stepd $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSCONFDIR)/stepd
-	$(INSTALL) -m 0755 $(BUILT)/stepd $(BUILT)/stepctl $(DESTDIR)$(BINDIR)/
-	for unit in stepd.service stepd.socket; do \
-		sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' systemd/$$unit > $(DESTDIR)$(UNITDIR)/$$unit.tmp && \
+		$(DESTDIR)$(DATADIR)/stepd $(DESTDIR)$(DATADIR)/stepd-web $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 \
+		$(DESTDIR)$(SYSCONFDIR)/stepd
+	$(INSTALL) -m 0755 $(BUILT)/stepd $(BUILT)/stepctl $(BUILT)/stepd-web $(DESTDIR)$(BINDIR)/
+	# stepd-web.service is installed but not enabled: the dashboard is off until `systemctl enable --now stepd-web`.
+	for unit in stepd.service stepd.socket stepd-web.service; do \
+		sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' -e 's|@DATADIR@|$(DATADIR)|g' systemd/$$unit > $(DESTDIR)$(UNITDIR)/$$unit.tmp && \
 		chmod 0644 $(DESTDIR)$(UNITDIR)/$$unit.tmp && mv $(DESTDIR)$(UNITDIR)/$$unit.tmp $(DESTDIR)$(UNITDIR)/$$unit || exit 1; \
 	done
 	$(INSTALL) -m 0644 systemd/stepd.sysusers $(DESTDIR)$(SYSUSERSDIR)/stepd.conf
+	$(INSTALL) -m 0644 systemd/stepd-web.sysusers $(DESTDIR)$(SYSUSERSDIR)/stepd-web.conf
+	$(INSTALL) -m 0644 $(WEB_PAGE) $(DESTDIR)$(DATADIR)/stepd-web/
 	$(INSTALL) -m 0644 udev/60-stepd.rules $(DESTDIR)$(UDEVRULESDIR)/60-stepd.rules
 	$(INSTALL) -m 0644 udev/81-stepd-no-sensor-proxy.rules.example $(DESTDIR)$(DATADIR)/stepd/
 	$(INSTALL) -m 0644 data/walk-inhand.csv.gz data/README.md $(DESTDIR)$(DATADIR)/stepd/
@@ -62,12 +68,15 @@ install:
 	test -e $(DESTDIR)$(SYSCONFDIR)/stepd/stepd.conf || $(INSTALL) -m 0644 docs/stepd.conf.example $(DESTDIR)$(SYSCONFDIR)/stepd/stepd.conf
 	@if [ -z "$(DESTDIR)" ]; then \
 		echo "Installed. To start: systemd-sysusers; udevadm control --reload; systemctl daemon-reload;"; \
-		echo "  systemctl enable --now stepd.socket stepd.service   (see docs/service.md)"; fi
+		echo "  systemctl enable --now stepd.socket stepd.service   (see docs/service.md)"; \
+		echo "  the web dashboard, off by default: systemctl enable --now stepd-web   (see docs/web.md)"; fi
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/stepd $(DESTDIR)$(BINDIR)/stepctl
-	rm -f $(DESTDIR)$(UNITDIR)/stepd.service $(DESTDIR)$(UNITDIR)/stepd.socket
-	rm -f $(DESTDIR)$(SYSUSERSDIR)/stepd.conf $(DESTDIR)$(UDEVRULESDIR)/60-stepd.rules
+	rm -f $(DESTDIR)$(BINDIR)/stepd $(DESTDIR)$(BINDIR)/stepctl $(DESTDIR)$(BINDIR)/stepd-web
+	rm -f $(DESTDIR)$(UNITDIR)/stepd.service $(DESTDIR)$(UNITDIR)/stepd.socket $(DESTDIR)$(UNITDIR)/stepd-web.service
+	rm -f $(DESTDIR)$(SYSUSERSDIR)/stepd.conf $(DESTDIR)$(SYSUSERSDIR)/stepd-web.conf $(DESTDIR)$(UDEVRULESDIR)/60-stepd.rules
+	rm -f $(addprefix $(DESTDIR)$(DATADIR)/stepd-web/,$(notdir $(WEB_PAGE)))
+	-rmdir $(DESTDIR)$(DATADIR)/stepd-web
 	rm -f $(DESTDIR)$(DATADIR)/stepd/81-stepd-no-sensor-proxy.rules.example
 	rm -f $(DESTDIR)$(DATADIR)/stepd/walk-inhand.csv.gz $(DESTDIR)$(DATADIR)/stepd/README.md
 	-rmdir $(DESTDIR)$(DATADIR)/stepd

@@ -25,12 +25,17 @@ let package = Package(
     products: [
         .executable(name: "stepd", targets: ["stepd"]),
         .executable(name: "stepctl", targets: ["stepctl"]),
+        .executable(name: "stepd-web", targets: ["stepd-web"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        // Only stepd-web (the web dashboard) uses it; the daemon and stepctl never link it.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
     ],
     targets: [
         // Thin C shims: translate libiio / libgps / zlib / libmosquitto into plain functions and structs, no logic.
@@ -68,6 +73,19 @@ let package = Package(
             "StepProtocol",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], path: "Sources/stepctl"),
+        // The web dashboard: a client of the socket serving one page over HTTP (docs/web.md). Its page lives in
+        // Public/ and is installed under share/stepd-web, not compiled in, so that it can be read and changed.
+        .executableTarget(name: "stepd-web", dependencies: [
+            "StepProtocol",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            .product(name: "NIOExtras", package: "swift-nio-extras"),
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ], path: "Sources/stepd-web", exclude: ["Public"]),
 
         // What the test targets share (a seeded generator); not part of the product.
         .target(name: "TestSupport", path: "Tests/TestSupport"),

@@ -32,9 +32,12 @@ final class ServiceInstallTests: XCTestCase {
         let install = try make(["install", "DESTDIR=\(destdir)", "PREFIX=/usr"])
         XCTAssertEqual(install.status, 0, install.stdout + install.stderr)
         XCTAssertEqual(files(under: destdir), [
-            "/usr/bin/stepd", "/usr/bin/stepctl",
+            "/usr/bin/stepd", "/usr/bin/stepctl", "/usr/bin/stepd-web",
             "/usr/lib/systemd/system/stepd.service", "/usr/lib/systemd/system/stepd.socket",
+            "/usr/lib/systemd/system/stepd-web.service", "/usr/lib/sysusers.d/stepd-web.conf",
             "/usr/lib/sysusers.d/stepd.conf", "/usr/lib/udev/rules.d/60-stepd.rules",
+            "/usr/share/stepd-web/index.html", "/usr/share/stepd-web/app.css", "/usr/share/stepd-web/app.js",
+            "/usr/share/stepd-web/charts.js", "/usr/share/stepd-web/map.js", "/usr/share/stepd-web/seismometer.js",
             "/usr/share/stepd/81-stepd-no-sensor-proxy.rules.example",
             "/usr/share/stepd/walk-inhand.csv.gz", "/usr/share/stepd/README.md",
             "/usr/share/man/man8/stepd.8", "/usr/share/man/man1/stepctl.1",
@@ -52,6 +55,10 @@ final class ServiceInstallTests: XCTestCase {
             XCTAssertTrue(socketUnit.contains("\n\(directive)\n"), "stepd.socket lacks \(directive)")
         }
         XCTAssertFalse(unit.contains("@BINDIR@") || unit.contains("@SYSCONFDIR@"), "an unsubstituted placeholder is left")
+        let webUnit = try String(contentsOfFile: destdir + "/usr/lib/systemd/system/stepd-web.service", encoding: .utf8)
+        XCTAssertTrue(webUnit.contains("\nExecStart=/usr/bin/stepd-web --assets /usr/share/stepd-web $STEPD_WEB_OPTIONS\n"), webUnit)
+        // Placeholders are @NAME@; systemd's own @system-service syscall sets stay.
+        XCTAssertNil(webUnit.range(of: "@[A-Z]+@", options: .regularExpression), "an unsubstituted placeholder is left in stepd-web.service")
         // The installed daemon finds the bundled recording beside its prefix.
         let analyze = try runCommand(destdir + "/usr/bin/stepd", ["analyze", destdir + "/usr/share/stepd/walk-inhand.csv.gz"])
         XCTAssertEqual(analyze.status, 0, analyze.stderr)
@@ -73,20 +80,26 @@ final class ServiceInstallTests: XCTestCase {
         let install = try make(["install", "PREFIX=\(prefix)", "SYSCONFDIR=\(directory.file("etc"))"])
         XCTAssertEqual(install.status, 0, install.stdout + install.stderr)
         let units = prefix + "/lib/systemd/system"
-        let verify = try runCommand(analyze, ["verify", "--man=no", units + "/stepd.service", units + "/stepd.socket"])
+        let verify = try runCommand(analyze, ["verify", "--man=no", units + "/stepd.service", units + "/stepd.socket",
+                                              units + "/stepd-web.service"])
         XCTAssertEqual(verify.status, 0, verify.stdout + verify.stderr)
         XCTAssertFalse((verify.stdout + verify.stderr).contains("stepd."), "verify complains:\n\(verify.stdout)\(verify.stderr)")
 
-        let security = try runCommand(analyze, ["security", "--offline=true", "--no-pager", units + "/stepd.service"])
-        let line = try XCTUnwrap((security.stdout + security.stderr).split(separator: "\n")
-            .first { $0.contains("Overall exposure level for stepd.service") }, security.stdout + security.stderr)
-        print(line)
-        let figure = try XCTUnwrap(line.split(separator: " ").compactMap { Double($0) }.first, String(line))
-        XCTAssertLessThan(figure, 2.5)
+        for unit in ["stepd.service", "stepd-web.service"] {
+            let security = try runCommand(analyze, ["security", "--offline=true", "--no-pager", units + "/" + unit])
+            let line = try XCTUnwrap((security.stdout + security.stderr).split(separator: "\n")
+                .first { $0.contains("Overall exposure level for \(unit)") }, security.stdout + security.stderr)
+            print(line)
+            let figure = try XCTUnwrap(line.split(separator: " ").compactMap { Double($0) }.first, String(line))
+            XCTAssertLessThan(figure, 2.5, unit)
+        }
 
         let sysusers = try runCommand("/usr/bin/systemd-sysusers", ["--dry-run", "--root=\(directory.file("sysroot"))",
-                                                                   prefix + "/lib/sysusers.d/stepd.conf"])
+                                                                   prefix + "/lib/sysusers.d/stepd.conf",
+                                                                   prefix + "/lib/sysusers.d/stepd-web.conf"])
         XCTAssertEqual(sysusers.status, 0, sysusers.stderr)
-        XCTAssertTrue((sysusers.stdout + sysusers.stderr).contains("Creating user 'stepd'"), sysusers.stdout + sysusers.stderr)
+        for user in ["stepd", "stepd-web"] {
+            XCTAssertTrue((sysusers.stdout + sysusers.stderr).contains("Creating user '\(user)'"), sysusers.stdout + sysusers.stderr)
+        }
     }
 }

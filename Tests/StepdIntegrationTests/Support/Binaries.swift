@@ -16,6 +16,7 @@ enum Binaries {
 
     static var stepd: String { productsDirectory.appendingPathComponent("stepd").path }
     static var stepctl: String { productsDirectory.appendingPathComponent("stepctl").path }
+    static var stepdWeb: String { productsDirectory.appendingPathComponent("stepd-web").path }
 
     /// The repository root, from this file's place in it.
     static var repository: URL {

@@ -1,0 +1,174 @@
+// The page: fetches what it shows from stepd-web's /api (docs/web.md) and follows the daemon's events over
+// Server-Sent Events (/api/events), so a step shows within a frame of reaching stepd-web.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const STATUS_EVERY_MS = 2000;
+const DAYS = 30;
+
+async function api(path, options) {
+  const response = await fetch(path, options);
+  const body = await response.json();
+  if (!response.ok) throw new Error(body.error || `${response.status}`);
+  return body;
+}
+
+// Runs `task` at most once per `ms`, and once more after the last call, so that the final state is drawn.
+function throttled(task, ms) {
+  let last = 0, timer = null;
+  return () => {
+    const wait = last + ms - Date.now();
+    if (timer) return;
+    timer = setTimeout(async () => {
+      timer = null;
+      last = Date.now();
+      try { await task(); } catch (error) { /* the status line says why the daemon is away */ }
+    }, Math.max(0, wait));
+  };
+}
+
+// ---- the pedometer ----
+
+function showSteps(steps) {
+  $("steps").textContent = steps.steps.toLocaleString();
+  $("since").textContent = `since ${new Date(steps.since).toLocaleString([], { dateStyle: "medium", timeStyle: "short" })}`;
+  $("distance").textContent = formatDistance(steps.distance_m);
+  $("cadence").textContent = `${Math.round(steps.current_cadence_spm ?? steps.cadence_spm)} /min`;
+  $("activity").textContent = steps.activity || "–";
+  const floors = steps.floors_ascended !== undefined && steps.floors_ascended !== null;
+  $("floors-row").hidden = !floors;
+  if (floors) $("floors").textContent = `↑${steps.floors_ascended} ↓${steps.floors_descended}`;
+}
+
+function setUpReset(settings) {
+  const button = $("reset"), token = $("token"), note = $("reset-note");
+  if (settings.read_only) {
+    button.disabled = true;
+    note.textContent = "read-only (stepd-web runs without --token-file)";
+    return;
+  }
+  token.hidden = false;
+  token.value = localStorage.getItem("stepd.token") || "";
+  $("reset-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    note.textContent = "";
+    try {
+      const steps = await api("/api/reset", { method: "POST", headers: { Authorization: `Bearer ${token.value}` } });
+      localStorage.setItem("stepd.token", token.value);
+      showSteps(steps);
+      note.textContent = "count reset";
+    } catch (error) {
+      note.textContent = `not reset: ${error.message}`;
+    }
+  });
+}
+
+// ---- the quiet status line: never a pop-up ----
+
+const link = { connected: null, error: null };
+
+function describeStatus(status) {
+  const problems = [], fine = [];
+  const source = status.source;
+  const sensor = {
+    waiting: "sensor: waiting for an accelerometer", busy: "sensor busy", disconnected: "sensor disconnected",
+    unavailable: "sensor unavailable", starting: "sensor starting",
+  }[source.state];
+  if (sensor) problems.push(source.error ? `${sensor} (${source.error})` : sensor);
+  else if (source.state === "finished") fine.push("replay finished");
+  else fine.push(source.demo ? "demo recording" : `${source.kind} running`);
+  const gps = status.gps;
+  if (!gps) fine.push("GPS off");
+  else if (gps.state === "unavailable") problems.push("GPS off: gpsd not reachable");
+  else if (gps.state === "no_fix") problems.push("GPS: no fix");
+  else if (gps.last_fix_age_s > 10) problems.push(`GPS stale: last fix ${Math.round(gps.last_fix_age_s)} s ago`);
+  else fine.push("GPS fix");
+  if (status.store && status.store.state === "failed") problems.push(`history store failed: ${status.store.error || ""}`);
+  return { problems, fine };
+}
+
+function showStatus(status) {
+  const line = $("status");
+  if (link.connected === false || !status) {
+    line.textContent = `stepd not reachable${link.error ? `: ${link.error}` : ""}`;
+    line.classList.add("problem");
+    return;
+  }
+  const { problems, fine } = describeStatus(status);
+  line.textContent = problems.concat(fine).join(" · ");
+  line.classList.toggle("problem", problems.length > 0);
+}
+
+async function pollStatus() {
+  try {
+    const status = await api("/api/status");
+    if (link.connected === null) link.connected = true;
+    showStatus(status);
+  } catch (error) {
+    link.connected = false;
+    link.error = error.message;
+    showStatus(null);
+  }
+}
+
+// ---- start ----
+
+async function start() {
+  const settings = await api("/api/config");
+  setUpReset(settings);
+  const walkMap = new WalkMap($("map"), $("map-note"), settings);
+  const seismometer = new Seismometer({
+    trace: $("trace"), needle: $("needle"), ticks: $("ticks"), slider: $("sensitivity"),
+    fullScale: $("full-scale"), figures: $("motion-figures"),
+  }, settings.motion_rate_hz);
+
+  const refreshSteps = throttled(async () => showSteps(await api("/api/steps")), 1000);
+  const refreshHourly = throttled(async () => {
+    const history = await api("/api/history?bin=hour");
+    drawHourly($("hourly"), history);
+    $("today-total").textContent = `· ${history.steps.toLocaleString()} steps`;
+  }, 5000);
+  const refreshDaily = throttled(async () => {
+    const history = await api(`/api/history?bin=day&days=${DAYS}`);
+    drawDaily($("daily"), history, DAYS);
+    $("days-total").textContent = `· ${history.steps.toLocaleString()} steps`;
+  }, 10000);
+  const refreshTrack = throttled(async () => walkMap.showTrack(await api("/api/track")), 2000);
+  const refreshVisits = throttled(async () => walkMap.showVisits(await api("/api/visits")), 2000);
+  const refreshPosition = throttled(async () => walkMap.showPosition(await api("/api/position")), 1000);
+  const refreshAll = () => {
+    refreshSteps(); refreshHourly(); refreshDaily(); refreshTrack(); refreshVisits(); refreshPosition();
+  };
+
+  const events = new EventSource("/api/events");
+  events.addEventListener("link", (event) => {
+    const state = JSON.parse(event.data);
+    const reconnected = state.connected && link.connected !== true;
+    link.connected = state.connected;
+    link.error = state.error || null;
+    if (reconnected) refreshAll();
+    pollStatus();
+  });
+  events.onmessage = (event) => {
+    const message = JSON.parse(event.data);
+    switch (message.class) {
+      case "STEP":
+        $("steps").textContent = message.steps.toLocaleString();
+        refreshSteps(); refreshHourly(); refreshDaily();
+        break;
+      case "PEDOMETER": showSteps(message); break;
+      case "ACTIVITY": $("activity").textContent = message.state; break;
+      case "MOTION": seismometer.add(message); break;
+      case "POSITION": walkMap.showPosition(message); refreshTrack(); break;
+      case "VISIT": refreshVisits(); break;
+    }
+  };
+  // The browser reconnects an EventSource by itself; meanwhile the status line says so.
+  events.onerror = () => { link.connected = false; link.error = "stepd-web not reachable"; showStatus(null); };
+
+  refreshAll();
+  pollStatus();
+  setInterval(pollStatus, STATUS_EVERY_MS);
+}
+
+start().catch((error) => { $("status").textContent = `cannot start: ${error.message}`; $("status").classList.add("problem"); });

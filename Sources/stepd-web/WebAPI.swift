@@ -1,0 +1,162 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import NIOFoundationCompat
+import ServiceLifecycle
+import StepProtocol
+
+/// The HTTP side: the page's JSON endpoints and its event stream (every one in docs/web.md).
+struct WebAPI: Sendable {
+    let link: DaemonLink
+    let hub: EventHub
+    let settings: PageSettings
+    /// The token that `reset` needs; nil: stepd-web is read-only.
+    let resetToken: String?
+    let logger: Logger
+
+    func register(on router: Router<BasicRequestContext>) {
+        router.get("/api/config") { _, _ in json(settings.json) }
+        router.get("/api/status") { _, _ in await proxy(["cmd": .string("status")]) }
+        router.get("/api/steps") { _, _ in await proxy(["cmd": .string("steps")]) }
+        router.get("/api/position") { _, _ in await proxy(["cmd": .string("position")]) }
+        router.get("/api/visits") { request, _ in await proxy(range(["cmd": .string("visits")], request)) }
+        router.get("/api/track") { request, _ in
+            await proxy(range(["cmd": .string("track"), "format": .string("geojson")], request))
+        }
+        router.get("/api/history") { request, _ in await history(request) }
+        router.post("/api/reset") { request, _ in await reset(request) }
+        router.get("/api/events") { _, _ in await events() }
+    }
+
+    /// `from` and `to` from the query, passed on as the daemon's own fields (it checks them).
+    private func range(_ fields: [String: JSONValue], _ request: Request) -> [String: JSONValue] {
+        var fields = fields
+        for name in ["from", "to"] {
+            if let value = request.uri.queryParameters.get(name) { fields[name] = .string(value) }
+        }
+        return fields
+    }
+
+    /// `bin`, `from`, `to` as the daemon takes them; or `days=N` (day bins): the last N local days of the
+    /// daemon's own time zone, today included, which a browser in another zone could not work out.
+    private func history(_ request: Request) async -> Response {
+        var fields = range(["cmd": .string("history")], request)
+        let bin = request.uri.queryParameters.get("bin") ?? "hour"
+        fields["bin"] = .string(bin)
+        if let text = request.uri.queryParameters.get("days") {
+            guard let days = Int(text), (1...3660).contains(days), bin == "day" else {
+                return failure(.badRequest, "\"days\" must be a whole number from 1 to 3660, with bin=day")
+            }
+            do {
+                fields["from"] = .string(try await startOfDay(daysAgo: days - 1))
+            } catch {
+                return failure(status(for: error), "\(error)")
+            }
+        }
+        return await proxy(fields)
+    }
+
+    /// Local midnight `days` days ago in the daemon's zone, as ISO-8601 with that zone's offset.
+    private func startOfDay(daysAgo days: Int) async throws -> String {
+        let reply = try await link.request(["cmd": .string("status")])
+        let status = try JSONDecoder().decode(StatusMessage.self, from: reply)
+        let zone = status.time_zone.flatMap(TimeZone.init(identifier:))
+            ?? TimeZone(secondsFromGMT: status.utc_offset_s ?? 0) ?? .gmt
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = zone
+        let today = calendar.startOfDay(for: Date())
+        let start = calendar.date(byAdding: .day, value: -days, to: today) ?? today
+        return Timestamp.string(start, in: zone)
+    }
+
+    private func reset(_ request: Request) async -> Response {
+        guard let token = resetToken else {
+            return failure(.forbidden, "stepd-web is read-only: reset is allowed only when it is started with --token-file")
+        }
+        let given = request.headers[.authorization].flatMap { header -> String? in
+            header.hasPrefix("Bearer ") ? String(header.dropFirst("Bearer ".count)) : nil
+        }
+        guard let given, Self.constantTimeEqual(given, token) else {
+            logger.notice("reset refused: \(given == nil ? "no token" : "wrong token")")
+            var headers = HTTPFields()
+            headers[.wwwAuthenticate] = "Bearer realm=\"stepd-web\""
+            return failure(.unauthorized, "reset needs the token (Authorization: Bearer TOKEN)", headers: headers)
+        }
+        return await proxy(["cmd": .string("reset")])
+    }
+
+    /// Compares without stopping at the first difference, so that the time taken does not reveal the token.
+    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        var difference = UInt8(x.count == y.count ? 0 : 1)
+        for i in 0..<max(x.count, y.count) {
+            difference |= (i < x.count ? x[i] : 0) ^ (i < y.count ? y[i] : 0)
+        }
+        return difference == 0
+    }
+
+    private func events() async -> Response {
+        let (id, frames) = await hub.subscribe()
+        let hub = self.hub
+        var headers = HTTPFields()
+        headers[.contentType] = "text/event-stream"
+        headers[.cacheControl] = "no-store"
+        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+            // A stream never ends by itself: on SIGTERM, end it so that the server's graceful shutdown can finish.
+            try await withGracefulShutdownHandler {
+                for await frame in frames { try await writer.write(frame) }
+            } onGracefulShutdown: {
+                Task { await hub.unsubscribe(id) }
+            }
+            try await writer.finish(nil)
+        })
+    }
+
+    /// The daemon's reply as it wrote it, or an error the page can show.
+    private func proxy(_ fields: [String: JSONValue]) async -> Response {
+        do {
+            return json(try await link.request(fields))
+        } catch {
+            return failure(status(for: error), "\(error)")
+        }
+    }
+
+    private func status(for error: Error) -> HTTPResponse.Status {
+        switch error {
+        case DaemonError.refused(let message) where message.contains("is not permitted"): return .forbidden
+        case DaemonError.refused: return .badRequest
+        default: return .serviceUnavailable
+        }
+    }
+}
+
+/// What the page is told at start (`/api/config`).
+struct PageSettings: Sendable {
+    var tiles: String?
+    var attribution: String
+    var readOnly: Bool
+    var motionRateHz: Double
+
+    var json: ByteBuffer {
+        var object: [String: JSONValue] = [
+            "attribution": .string(attribution), "read_only": .bool(readOnly), "motion_rate_hz": .number(motionRateHz),
+        ]
+        object["tiles"] = tiles.map(JSONValue.string) ?? .null
+        return ByteBuffer(data: (try? jsonEncoder.encode(JSONValue.object(object))) ?? Data("{}".utf8))
+    }
+}
+
+func json(_ body: ByteBuffer, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Response {
+    var headers = headers
+    headers[.contentType] = "application/json"
+    headers[.cacheControl] = "no-store"
+    return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: body))
+}
+
+/// `{"error": "..."}` with the status: 400 what the daemon refused as asked, 401 no or a wrong token, 403 not
+/// permitted, 503 the daemon not reachable.
+func failure(_ status: HTTPResponse.Status, _ message: String, headers: HTTPFields = [:]) -> Response {
+    let body = (try? jsonEncoder.encode(["error": message])) ?? Data()
+    return json(ByteBuffer(data: body), status: status, headers: headers)
+}

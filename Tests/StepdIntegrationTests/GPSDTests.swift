@@ -35,16 +35,19 @@ final class GPSDTests: XCTestCase {
         // the CPU, is what each one waits for.
         let names = ["bu353s4.log", "haicom-305N.log", "iTrek.log", "meinberg-gps164.log", "mt3339.log", "neo-m8n.log",
                      "nmea-rtk.log", "quectel-l76k-nmea.log", "rx210.log", "sirfstarv-nmea.log", "st-teseo-liv3f.log"]
+        // Resolved here, on the test's thread: a missing shared folder skips the test (thrown from a worker
+        // thread, the skip would be caught below and reported as a failure).
+        let logs = try names.map { try Binaries.sharedData("gps/\($0)").path }
         let problems = ProblemList()
         let slots = DispatchSemaphore(value: 4)
         let group = DispatchGroup()
-        for name in names {
+        for (name, log) in zip(names, logs) {
             slots.wait()
             group.enter()
             Thread.detachNewThread {
                 defer { slots.signal(); group.leave() }
                 do {
-                    problems.add(try self.replayRealLog(name))
+                    problems.add(try self.replayRealLog(name, log: log))
                 } catch {
                     problems.add(["\(name): \(error)"])
                 }
@@ -57,8 +60,7 @@ final class GPSDTests: XCTestCase {
     private static let processes = NSLock()
 
     /// Replays one receiver log; returns what differs between the daemon's last fix and gpsd's last TPV.
-    private func replayRealLog(_ name: String) throws -> [String] {
-        let log = try Binaries.sharedData("gps/\(name)").path
+    private func replayRealLog(_ name: String, log: String) throws -> [String] {
         let directory = try TemporaryDirectory()
         let port = GPSDFake.freePort()
         // Foundation's Process on Linux creates each thread's run loop without a lock (run, waitUntilExit):

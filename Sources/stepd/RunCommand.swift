@@ -52,7 +52,9 @@ struct Run: ParsableCommand {
         let level = Logger.Level(rawValue: logLevel) ?? .info
         let style = DaemonLogHandler.Style.detect()
         LoggingSystem.bootstrap { DaemonLogHandler(label: $0, level: level, style: style) }
-        do { try start(logger: Logger(label: "stepd")) } catch let failure as StartFailure { throw failure.exit() }
+        let logger = Logger(label: "stepd")
+        ShutdownHandler.catchSignals(logger: logger)
+        do { try start(logger: logger) } catch let failure as StartFailure { throw failure.exit() }
         dispatchMain()
     }
 
@@ -119,7 +121,7 @@ struct Run: ParsableCommand {
         fflush(stdout)
         runtime.notifyReady(server: server)
 
-        ShutdownHandler.install(logger: logger) {
+        ShutdownHandler.whenSignalled {
             source.stop()
             barometer?.stop()
             gpsSource?.stop()

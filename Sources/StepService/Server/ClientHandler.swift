@@ -79,7 +79,7 @@ final class ClientHandler: ChannelInboundHandler {
         context.eventLoop.assertInEventLoop()
         switch responder.clientConnected(context.channel, credentials: PeerCredentials.of(context.channel)) {
         case .success(let session):
-            state = .open(session, .idle, .open)
+            accept(session)
             write(Wire.line(VersionMessage(release: stepdRelease)), context: context)
         case .failure(let refusal):
             write(Wire.line(ErrorMessage(message: refusal.description)), context: context)
@@ -90,15 +90,7 @@ final class ClientHandler: ChannelInboundHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         context.eventLoop.assertInEventLoop()
-        let session: ClientSession?
-        switch state {
-        case .open(let s, _, _): session = s
-        case .closing(let s): session = s
-        case .connecting, .closed: session = nil
-        }
-        state = .closed
-        waiting.removeAll()  // a closed client's queued work is dropped, never computed
-        if let session { responder.clientDisconnected(session) }
+        if let session = becomeClosed() { responder.clientDisconnected(session) }
         context.fireChannelInactive()
     }
 
@@ -128,8 +120,8 @@ final class ClientHandler: ChannelInboundHandler {
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         context.eventLoop.assertInEventLoop()
-        if event as? ChannelEvent == .some(.inputClosed), case .open(let session, let phase, .open) = state {
-            state = .open(session, phase, .shut)
+        if event as? ChannelEvent == .some(.inputClosed) {
+            shutInput()
             serveWaiting(context: context)  // the last line may have come without a newline, with the EOF
         }
         context.fireUserInboundEventTriggered(event)
@@ -145,12 +137,12 @@ final class ClientHandler: ChannelInboundHandler {
     /// Answers the lines read so far, in order, while the client keeps up with reading. A request answered
     /// on another queue holds the ones after it; so does output left unread.
     private func serveWaiting(context: ChannelHandlerContext) {
-        guard case .open(let session, .idle, let input) = state else { return }
-        state = .open(session, .serving, input)
+        guard case .open(let session, .idle, _) = state else { return }
+        enter(.serving)
         while case .open(_, .serving, _) = state, context.channel.isWritable, let frame = waiting.popFirst() {
             serve(frame, session: session, context: context)
         }
-        if case .open(_, .serving, let input) = state { state = .open(session, .idle, input) }
+        if case .open(_, .serving, _) = state { enter(.idle) }
         updateReading(context: context)
         if case .open(_, .idle, .shut) = state, waiting.isEmpty { close(context: context) }
     }
@@ -194,6 +186,16 @@ final class ClientHandler: ChannelInboundHandler {
         }
     }
 
+    private func accept(_ session: ClientSession) {
+        guard case .connecting = state else { return }
+        state = .open(session, .idle, .open)
+    }
+
+    private func shutInput() {
+        guard case .open(let session, let phase, .open) = state else { return }
+        state = .open(session, phase, .shut)
+    }
+
     /// Moves an open connection to `phase`; a closing one stays closing.
     private func enter(_ phase: State.Phase) {
         guard case .open(let session, _, let input) = state else { return }
@@ -208,6 +210,18 @@ final class ClientHandler: ChannelInboundHandler {
         }
         waiting.removeAll()
         context.close(promise: nil)
+    }
+
+    /// The channel is gone: returns the session to unregister, if there is one.
+    private func becomeClosed() -> ClientSession? {
+        let session: ClientSession?
+        switch state {
+        case .open(let s, _, _), .closing(let s?): session = s
+        case .connecting, .closing(nil), .closed: session = nil
+        }
+        state = .closed
+        waiting.removeAll()  // a closed client's queued work is dropped, never computed
+        return session
     }
 
     // MARK: Output

@@ -40,7 +40,8 @@ public struct HistoryBinMessage: Codable, Sendable, Equatable {
 
 /// The reply to `{"cmd":"history"}`: the bins with steps in [from, to), oldest first, and their sums.
 public struct HistoryMessage: Codable, Sendable {
-    public var `class` = "HISTORY"
+    public static let messageClass = "HISTORY"
+    public var `class` = Self.messageClass
     public var from: String
     public var to: String
     public var bin: String

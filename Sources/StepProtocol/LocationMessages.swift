@@ -3,7 +3,8 @@ import Foundation
 /// The last accepted fix, or only `mode: "no_fix"` before the first one. Fields follow gpsd's TPV with
 /// units in their names; `age_s` is how long ago the fix reached the daemon.
 public struct PositionMessage: Codable, Sendable, Equatable {
-    public var `class` = "POSITION"
+    public static let messageClass = "POSITION"
+    public var `class` = Self.messageClass
     public var time: String?
     public var lat: Double?
     public var lon: Double?
@@ -76,7 +77,8 @@ public enum TrackFormat: String, CaseIterable, Sendable {
 
 /// The path so far: its length (jitter not counted), its point count, and the document in `format`.
 public struct TrackMessage: Codable, Sendable, Equatable {
-    public var `class` = "TRACK"
+    public static let messageClass = "TRACK"
+    public var `class` = Self.messageClass
     public var format: String
     public var distance_m: Double
     public var points: Int
@@ -99,7 +101,8 @@ public struct TrackMessage: Codable, Sendable, Equatable {
 
 /// A stay at one place. Sent when it begins (`departure` null) and when it ends.
 public struct VisitMessage: Codable, Sendable, Equatable {
-    public var `class` = "VISIT"
+    public static let messageClass = "VISIT"
+    public var `class` = Self.messageClass
     public var arrival: String
     public var departure: String?
     public var lat: Double
@@ -136,7 +139,8 @@ public struct VisitMessage: Codable, Sendable, Equatable {
 
 /// Every visit kept, oldest first.
 public struct VisitsMessage: Codable, Sendable, Equatable {
-    public var `class` = "VISITS"
+    public static let messageClass = "VISITS"
+    public var `class` = Self.messageClass
     public var visits: [VisitMessage]
     public var id: JSONValue?
     public init(visits: [VisitMessage], id: JSONValue? = nil) {

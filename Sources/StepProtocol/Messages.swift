@@ -8,7 +8,8 @@ public enum ProtocolVersion {
 
 /// Messages the daemon sends. Each encodes with its `class` first, as gpsd's JSON does.
 public struct VersionMessage: Codable, Sendable {
-    public var `class` = "VERSION"
+    public static let messageClass = "VERSION"
+    public var `class` = Self.messageClass
     public var release: String
     public var proto_major = ProtocolVersion.major
     public var proto_minor = ProtocolVersion.minor
@@ -16,7 +17,8 @@ public struct VersionMessage: Codable, Sendable {
 }
 
 public struct ErrorMessage: Codable, Sendable {
-    public var `class` = "ERROR"
+    public static let messageClass = "ERROR"
+    public var `class` = Self.messageClass
     public var message: String
     public var id: JSONValue?
     public init(message: String, id: JSONValue? = nil) {
@@ -68,7 +70,8 @@ public struct BarometerStatus: Codable, Sendable, Equatable {
 }
 
 public struct StatusMessage: Codable, Sendable {
-    public var `class` = "STATUS"
+    public static let messageClass = "STATUS"
+    public var `class` = Self.messageClass
     public var release: String
     public var uptime_s: Double
     public var source: SourceStatus
@@ -121,7 +124,8 @@ public struct StatusMessage: Codable, Sendable {
 }
 
 public struct StepsMessage: Codable, Sendable, Equatable {
-    public var `class` = "STEPS"
+    public static let messageClass = "STEPS"
+    public var `class` = Self.messageClass
     public var steps: Int
     /// When counting started: the daemon's first start, or the last reset (ISO-8601).
     public var since: String
@@ -169,7 +173,8 @@ public struct StepsMessage: Codable, Sendable, Equatable {
 }
 
 public struct StepMessage: Codable, Sendable, Equatable {
-    public var `class` = "STEP"
+    public static let messageClass = "STEP"
+    public var `class` = Self.messageClass
     public var steps: Int
     public var time: String
     public init(steps: Int, time: String) {
@@ -180,7 +185,8 @@ public struct StepMessage: Codable, Sendable, Equatable {
 
 /// CMPedometerEvent: walking resumed or paused.
 public struct ActivityMessage: Codable, Sendable, Equatable {
-    public var `class` = "ACTIVITY"
+    public static let messageClass = "ACTIVITY"
+    public var `class` = Self.messageClass
     public var state: String
     public var time: String
     public init(state: String, time: String) {
@@ -191,7 +197,8 @@ public struct ActivityMessage: Codable, Sendable, Equatable {
 
 /// The seismometer's live signal.
 public struct MotionMessage: Codable, Sendable, Equatable {
-    public var `class` = "MOTION"
+    public static let messageClass = "MOTION"
+    public var `class` = Self.messageClass
     public var time: String
     public var pitch_deg: Double
     public var roll_deg: Double
@@ -207,7 +214,8 @@ public struct MotionMessage: Codable, Sendable, Equatable {
 }
 
 public struct WatchMessage: Codable, Sendable {
-    public var `class` = "WATCH"
+    public static let messageClass = "WATCH"
+    public var `class` = Self.messageClass
     public var enable: Bool
     public var classes: [String]
     /// The MOTION rate granted, when MOTION is watched.

@@ -8,6 +8,8 @@ enum ClientError: Error, CustomStringConvertible {
     case closed(message: String?)
     /// The daemon answered the request with an ERROR.
     case daemon(message: String)
+    /// A reply of the class asked for whose fields are not what StepProtocol says (a daemon of another version).
+    case unreadable(messageClass: String, reason: String)
 
     var description: String {
         switch self {
@@ -16,6 +18,7 @@ enum ClientError: Error, CustomStringConvertible {
         case .closed(let message?): return "stepd closed the connection: \(message)"
         case .closed(nil): return "the daemon closed the connection"
         case .daemon(let message): return "stepd: \(message)"
+        case .unreadable(let name, let reason): return "cannot read stepd's \(name) reply: \(reason)"
         }
     }
 
@@ -26,6 +29,7 @@ enum ClientError: Error, CustomStringConvertible {
         // The daemon's words for a refused permission (RequestError.notPermitted).
         case .daemon(let message) where message.contains("is not permitted"): return .noPermission
         case .daemon: return .failure
+        case .unreadable: return .software
         }
     }
 }
@@ -59,17 +63,19 @@ final class Client {
             throw ClientError.cannotConnect(path: path, reason: reason)
         }
         // VERSION, or an ERROR (too many clients) before the daemon closes the connection.
-        let greeting = try readObject()
-        if greeting["class"] as? String == "ERROR" {
-            throw ClientError.closed(message: greeting["message"] as? String ?? "error")
+        let greeting = try readLine()
+        guard let head = MessageHead(line: greeting) else {
+            throw ClientError.closed(message: "the daemon sent something that is not a JSON object")
+        }
+        if head.class == ErrorMessage.messageClass {
+            throw ClientError.closed(message: Self.errorMessage(greeting))
         }
     }
 
     deinit { close(fd) }
 
-    func send(_ request: [String: Any]) throws {
-        var data = try JSONSerialization.data(withJSONObject: request)
-        data.append(0x0A)
+    func send(_ request: Request) throws {
+        let data = Wire.line(request)
         try data.withUnsafeBytes { raw in
             var offset = 0
             while offset < raw.count {
@@ -97,31 +103,31 @@ final class Client {
         }
     }
 
-    func readObject() throws -> [String: Any] {
-        let line = try readLine()
-        guard let object = try? JSONSerialization.jsonObject(with: line) as? [String: Any] else {
-            throw ClientError.closed(message: "the daemon sent something that is not a JSON object")
-        }
-        return object
-    }
-
-    /// Sends a request and returns its reply (the next non-event line); an ERROR becomes a thrown error.
-    func request(_ request: [String: Any], expecting expected: String) throws -> (object: [String: Any], raw: Data) {
+    /// Sends a request and returns its reply (the next line of the reply's class) as the daemon wrote it and
+    /// decoded; an ERROR becomes a thrown error.
+    func request<Reply: DaemonMessage>(_ request: Request, expecting: Reply.Type) throws -> (reply: Reply, raw: Data) {
         try send(request)
         while true {
             let raw = try readLine()
-            guard let object = try JSONSerialization.jsonObject(with: raw) as? [String: Any] else { continue }
-            let cls = object["class"] as? String
-            if cls == "ERROR" { throw ClientError.daemon(message: object["message"] as? String ?? "error") }
-            if cls == expected { return (object, raw) }
+            guard let head = MessageHead(line: raw) else { continue }
+            if head.class == ErrorMessage.messageClass { throw ClientError.daemon(message: Self.errorMessage(raw)) }
+            guard head.class == Reply.messageClass else { continue }
+            do {
+                return (try JSONDecoder().decode(Reply.self, from: raw), raw)
+            } catch {
+                throw ClientError.unreadable(messageClass: Reply.messageClass, reason: "\(error)")
+            }
         }
     }
 
+    private static func errorMessage(_ line: Data) -> String {
+        (try? JSONDecoder().decode(ErrorMessage.self, from: line))?.message ?? "error"
+    }
+
     private func noteError(in line: Data) {
-        guard line.range(of: Data("\"ERROR\"".utf8)) != nil,
-              let object = try? JSONSerialization.jsonObject(with: line) as? [String: Any],
-              object["class"] as? String == "ERROR" else { return }
-        lastError = object["message"] as? String
+        guard line.range(of: Data("\"ERROR\"".utf8)) != nil, MessageHead(line: line)?.class == ErrorMessage.messageClass
+        else { return }
+        lastError = Self.errorMessage(line)
     }
 
     /// After a failed write: the lines the daemon sent before it closed, for an ERROR that says why.

@@ -27,8 +27,10 @@ struct Graph: ParsableCommand {
             throw ExitCode(ExitStatus.usage.rawValue)
         }
         let client = try exitOnError { try options.connect() }
-        _ = try exitOnError { try client.request(["cmd": "watch", "enable": true, "classes": ["MOTION"], "rate_hz": rate],
-                                                 expecting: "WATCH") }
+        let watch = Request(command: .watch, fields: [
+            "enable": .bool(true), "classes": .array([.string(WatchClass.motion.rawValue)]), "rate_hz": .number(rate),
+        ])
+        _ = try exitOnError { try client.request(watch, expecting: WatchMessage.self) }
         if options.json {
             // The MOTION lines as the daemon sends them, for a script or a plotting program.
             try exitOnError {
@@ -59,9 +61,10 @@ struct Graph: ParsableCommand {
                     }
                     return
                 }
-                guard let o = try? JSONSerialization.jsonObject(with: raw) as? [String: Any], o["class"] as? String == "MOTION" else { continue }
-                plot.add(vertical: (o["vertical_accel"] as? Double) ?? 0, pitch: (o["pitch_deg"] as? Double) ?? 0,
-                         roll: (o["roll_deg"] as? Double) ?? 0, vibration: (o["vibration_rms"] as? Double) ?? 0)
+                // A MOTION with a number that is not finite (sent as null) cannot be drawn, and is skipped.
+                guard case .motion(let motion)? = try? DaemonEvent(line: raw) else { continue }
+                plot.add(vertical: motion.vertical_accel, pitch: motion.pitch_deg, roll: motion.roll_deg,
+                         vibration: motion.vibration_rms)
                 if Date().timeIntervalSince(lastDraw) >= 0.05 {
                     lastDraw = Date()
                     Terminal.draw(plot.render())
@@ -74,6 +77,7 @@ struct Graph: ParsableCommand {
 }
 
 /// Draws the strip chart and gauge into lines of text; pure, so it can be tested and run anywhere.
+// @unchecked: every stored var is read and written only under `lock` (the reader thread adds and draws).
 final class SeismometerView: @unchecked Sendable {
     let width: Int
     let height: Int

@@ -47,28 +47,27 @@ struct History: ParsableCommand {
             size = bin ?? parsed.defaultBin
         }
         let to = until.flatMap(Timestamp.date) ?? now
-        let request: [String: Any] = ["cmd": "history", "from": Timestamp.string(from, in: calendar.timeZone),
-                                      "to": Timestamp.string(to, in: calendar.timeZone), "bin": size]
-        let reply = try exitOnError { try client.request(request, expecting: "HISTORY") }
-        if options.json { return emit(String(decoding: reply.raw, as: UTF8.self)) }
-        let bins = reply.object["bins"] as? [[String: Any]] ?? []
+        let request = Request(command: .history, fields: [
+            "from": .string(Timestamp.string(from, in: calendar.timeZone)),
+            "to": .string(Timestamp.string(to, in: calendar.timeZone)), "bin": .string(size),
+        ])
+        let (history, raw) = try exitOnError { try client.request(request, expecting: HistoryMessage.self) }
+        if options.json { return emit(String(decoding: raw, as: UTF8.self)) }
         var rows: [Row]
         if size == "day" {
             rows = Self.days(from: from, to: to, calendar: calendar).map { Row(label: $0, steps: 0, distanceMeters: 0) }
-            for b in bins {
-                guard let date = b["date"] as? String, let i = rows.firstIndex(where: { $0.label == date }) else { continue }
-                rows[i].steps = b["steps"] as? Int ?? 0
-                rows[i].distanceMeters = doubleValue(b["distance_m"])
-                rows[i].floors = b["floors"] as? Int
+            for bin in history.bins {
+                guard let date = bin.date, let i = rows.firstIndex(where: { $0.label == date }) else { continue }
+                rows[i].steps = bin.steps
+                rows[i].distanceMeters = bin.distance_m
+                rows[i].floors = bin.floors
             }
         } else {
-            rows = bins.map { b in
-                Row(label: Self.label(b["start"] as? String ?? "-", size: size), steps: b["steps"] as? Int ?? 0,
-                    distanceMeters: doubleValue(b["distance_m"]), floors: b["floors"] as? Int)
+            rows = history.bins.map { bin in
+                Row(label: Self.label(bin.start, size: size), steps: bin.steps, distanceMeters: bin.distance_m, floors: bin.floors)
             }
         }
-        let total = Row(label: "total", steps: reply.object["steps"] as? Int ?? 0,
-                        distanceMeters: doubleValue(reply.object["distance_m"]), floors: reply.object["floors"] as? Int)
+        let total = Row(label: "total", steps: history.steps, distanceMeters: history.distance_m, floors: history.floors)
         emit(Self.table(rows, heading: size == "day" ? "date" : size == "hour" ? "hour" : "minute", total: total))
     }
 
@@ -133,8 +132,4 @@ struct History: ParsableCommand {
         }
         return ([line(heading, "steps", "distance_km", "floors")] + rows.map(row) + [row(total)]).joined(separator: "\n")
     }
-}
-
-private func doubleValue(_ value: Any?) -> Double {
-    value as? Double ?? (value as? Int).map(Double.init) ?? 0
 }

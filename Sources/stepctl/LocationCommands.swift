@@ -7,9 +7,11 @@ struct Position: ParsableCommand {
     @OptionGroup var options: ConnectionOptions
 
     func run() throws {
-        let reply = try exitOnError { try options.connect().request(["cmd": "position"], expecting: "POSITION") }
-        if options.json { return emit(String(decoding: reply.raw, as: UTF8.self)) }
-        emit(describe(position: reply.object))
+        let (position, raw) = try exitOnError {
+            try options.connect().request(Request(command: .position), expecting: PositionMessage.self)
+        }
+        if options.json { return emit(String(decoding: raw, as: UTF8.self)) }
+        emit(describe(position: position))
     }
 }
 
@@ -30,10 +32,10 @@ struct StoredRangeOptions: ParsableArguments {
     }
 
     /// The request fields.
-    var fields: [String: Any] {
-        var fields: [String: Any] = [:]
-        if let from { fields["from"] = from }
-        if let to { fields["to"] = to }
+    var fields: [String: JSONValue] {
+        var fields: [String: JSONValue] = [:]
+        if let from { fields["from"] = .string(from) }
+        if let to { fields["to"] = .string(to) }
         return fields
     }
 }
@@ -57,19 +59,16 @@ struct Track: ParsableCommand {
 
     func run() throws {
         let format = gpx ? TrackFormat.gpx : .geojson
-        let reply = try exitOnError {
-            try options.connect().request(range.fields.merging(["cmd": "track", "format": format.rawValue]) { $1 },
-                                          expecting: "TRACK")
-        }
-        if options.json { return emit(String(decoding: reply.raw, as: UTF8.self)) }
-        let o = reply.object
+        let request = Request(command: .track, fields: range.fields.merging(["format": .string(format.rawValue)]) { $1 })
+        let (track, raw) = try exitOnError { try options.connect().request(request, expecting: TrackMessage.self) }
+        if options.json { return emit(String(decoding: raw, as: UTF8.self)) }
         if gpx || geojson {
             // The document itself, unchanged, so that it can be redirected to a file.
-            FileHandle.standardOutput.write(Data((o["document"] as? String ?? "").utf8))
+            FileHandle.standardOutput.write(Data(track.document.utf8))
             if format == .geojson { FileHandle.standardOutput.write(Data("\n".utf8)) }
             return
         }
-        emit("\(number(o["distance_m"])) m over \(o["points"] ?? 0) points, \(o["start"] ?? "-") to \(o["end"] ?? "-")")
+        emit("\(number(track.distance_m)) m over \(track.points) points, \(track.start ?? "-") to \(track.end ?? "-")")
     }
 }
 
@@ -79,38 +78,36 @@ struct Visits: ParsableCommand {
     @OptionGroup var range: StoredRangeOptions
 
     func run() throws {
-        let reply = try exitOnError {
-            try options.connect().request(range.fields.merging(["cmd": "visits"]) { $1 }, expecting: "VISITS")
+        let (reply, raw) = try exitOnError {
+            try options.connect().request(Request(command: .visits, fields: range.fields), expecting: VisitsMessage.self)
         }
-        if options.json { return emit(String(decoding: reply.raw, as: UTF8.self)) }
-        let visits = reply.object["visits"] as? [[String: Any]] ?? []
-        if visits.isEmpty { return emit("no visits yet") }
-        for v in visits { emit(describe(visit: v)) }
+        if options.json { return emit(String(decoding: raw, as: UTF8.self)) }
+        if reply.visits.isEmpty { return emit("no visits yet") }
+        for visit in reply.visits { emit(describe(visit: visit)) }
     }
 }
 
-func describe(position o: [String: Any]) -> String {
-    guard let lat = o["lat"] as? Double, let lon = o["lon"] as? Double else { return "no fix yet" }
-    var parts = [String(format: "%.7f, %.7f", lat, lon), "\(o["mode"] ?? "-")"]
-    if let eph = o["eph_m"] { parts.append("±\(number(eph)) m (\(o["accuracy"] ?? "-"))") }
-    if let alt = o["alt_msl_m"] { parts.append("alt \(number(alt)) m") }
-    if let speed = o["speed_mps"] { parts.append("\(number(speed, decimals: 2)) m/s") }
-    parts.append("\(o["satellites_used"] ?? 0) sats")
-    parts.append("at \(o["time"] ?? "-"), \(number(o["age_s"])) s ago")
+func describe(position p: PositionMessage) -> String {
+    guard let lat = p.lat, let lon = p.lon else { return "no fix yet" }
+    var parts = [String(format: "%.7f, %.7f", lat, lon), p.mode]
+    if let eph = p.eph_m { parts.append("±\(number(eph)) m (\(p.accuracy ?? "-"))") }
+    if let alt = p.alt_msl_m { parts.append("alt \(number(alt)) m") }
+    if let speed = p.speed_mps { parts.append("\(number(speed, decimals: 2)) m/s") }
+    parts.append("\(p.satellites_used ?? 0) sats")
+    parts.append("at \(p.time ?? "-"), \(number(p.age_s)) s ago")
     return parts.joined(separator: "  ")
 }
 
-func describe(visit o: [String: Any]) -> String {
-    let place = String(format: "%.6f, %.6f", o["lat"] as? Double ?? .nan, o["lon"] as? Double ?? .nan)
-    let departure = (o["departure"] as? String) ?? "still there"
-    return "\(o["arrival"] ?? "-") → \(departure)  at \(place) (±\(number(o["radius_m"])) m, \(o["fixes"] ?? 0) fixes)"
+func describe(visit v: VisitMessage) -> String {
+    let place = String(format: "%.6f, %.6f", v.lat, v.lon)
+    return "\(v.arrival) → \(v.departure ?? "still there")  at \(place) (±\(number(v.radius_m)) m, \(v.fixes) fixes)"
 }
 
 /// The `gps` line of `stepctl status`.
-func describe(gps o: [String: Any]?) -> String {
-    guard let o else { return "-" }
-    var text = "\(o["state"] ?? "-") via gpsd \(o["gpsd"] ?? "-"), \(o["fixes_accepted"] ?? 0) fixes"
-    if let age = o["last_fix_age_s"] { text += ", last \(number(age)) s ago" }
-    if let error = o["error"] as? String, (o["state"] as? String) != "fix" { text += " (\(error))" }
+func describe(gps g: GPSStatus?) -> String {
+    guard let g else { return "-" }
+    var text = "\(g.state) via gpsd \(g.gpsd), \(g.fixes_accepted) fixes"
+    if let age = g.last_fix_age_s { text += ", last \(number(age)) s ago" }
+    if let error = g.error, g.state != "fix" { text += " (\(error))" }
     return text
 }

@@ -76,9 +76,10 @@ func emit(_ line: String) {
     fflush(stdout)
 }
 
-func number(_ value: Any?, decimals: Int = 1) -> String {
-    guard let n = value as? Double ?? (value as? Int).map(Double.init) else { return "-" }
-    return String(format: "%.\(decimals)f", n)
+/// "12.3", or "-" for a number the daemon did not send.
+func number(_ value: Double?, decimals: Int = 1) -> String {
+    guard let value else { return "-" }
+    return String(format: "%.\(decimals)f", value)
 }
 
 /// Runs `body`; a failure to talk to the daemon, or its ERROR, is printed and becomes the exit status of the
@@ -92,9 +93,9 @@ func exitOnError<T>(_ body: () throws -> T) throws -> T {
 
 /// The daemon's time zone, which "today" and dates follow (STATUS `time_zone`, else its UTC offset).
 func daemonTimeZone(_ client: Client) throws -> TimeZone {
-    let status = try client.request(["cmd": "status"], expecting: "STATUS").object
-    if let name = status["time_zone"] as? String, let zone = TimeZone(identifier: name) { return zone }
-    if let offset = status["utc_offset_s"] as? Int, let zone = TimeZone(secondsFromGMT: offset) { return zone }
+    let status = try client.request(Request(command: .status), expecting: StatusMessage.self).reply
+    if let name = status.time_zone, let zone = TimeZone(identifier: name) { return zone }
+    if let offset = status.utc_offset_s, let zone = TimeZone(secondsFromGMT: offset) { return zone }
     return .current  // a daemon too old to say
 }
 

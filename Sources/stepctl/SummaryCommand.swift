@@ -34,24 +34,20 @@ struct Summary: ParsableCommand {
         let zone = try daemonTimeZone(client)
         let midnight = calendar(in: zone).startOfDay(for: Date())
         let now = Date()
-        if let history = try? client.request(["cmd": "history", "bin": "day", "from": Timestamp.string(midnight, in: zone),
-                                              "to": Timestamp.string(now, in: zone)], expecting: "HISTORY").object,
-           let bins = history["bins"] as? [[String: Any]] {
-            let steps = bins.reduce(0) { $0 + (($1["steps"] as? Int) ?? 0) }
-            let distance = bins.reduce(0.0) { $0 + (($1["distance_m"] as? Double) ?? Double(($1["distance_m"] as? Int) ?? 0)) }
-            let floors = history["floors"] as? Int
-            return Result(steps: steps, distance_m: distance, floors: floors, since: Timestamp.string(midnight, in: zone),
-                          text: Self.sentence(steps: steps, meters: distance, floors: floors, period: "today"))
+        let historyRequest = Request(command: .history, fields: [
+            "bin": .string("day"), "from": .string(Timestamp.string(midnight, in: zone)), "to": .string(Timestamp.string(now, in: zone)),
+        ])
+        if let history = try? client.request(historyRequest, expecting: HistoryMessage.self).reply {
+            let steps = history.bins.reduce(0) { $0 + $1.steps }
+            let distance = history.bins.reduce(0.0) { $0 + $1.distance_m }
+            return Result(steps: steps, distance_m: distance, floors: history.floors, since: Timestamp.string(midnight, in: zone),
+                          text: Self.sentence(steps: steps, meters: distance, floors: history.floors, period: "today"))
         }
-        let o = try client.request(["cmd": "steps"], expecting: "STEPS").object
-        let steps = o["steps"] as? Int ?? 0
-        let distance = (o["distance_m"] as? Double) ?? Double((o["distance_m"] as? Int) ?? 0)
-        let since = o["since"] as? String ?? ""
-        let sinceDate = ISO8601DateFormatter.withFractions.date(from: since) ?? Date()
+        let counted = try client.request(Request(command: .steps), expecting: StepsMessage.self).reply
+        let sinceDate = Timestamp.date(counted.since) ?? Date()
         let period = sinceDate >= midnight ? "today" : "since \(Timestamp.day(sinceDate, in: zone))"
-        let floors = o["floors_ascended"] as? Int
-        return Result(steps: steps, distance_m: distance, floors: floors, since: since,
-                      text: Self.sentence(steps: steps, meters: distance, floors: floors, period: period))
+        return Result(steps: counted.steps, distance_m: counted.distance_m, floors: counted.floors_ascended, since: counted.since,
+                      text: Self.sentence(steps: counted.steps, meters: counted.distance_m, floors: counted.floors_ascended, period: period))
     }
 
     static func sentence(steps: Int, meters: Double, floors: Int? = nil, period: String) -> String {
@@ -62,12 +58,4 @@ struct Summary: ParsableCommand {
         let climbed = floors.map { " and climbed \($0) floor\($0 == 1 ? "" : "s")" } ?? ""
         return "I walked \(count) step\(steps == 1 ? "" : "s") \(period) (\(distance))\(climbed)."
     }
-}
-
-extension ISO8601DateFormatter {
-    static let withFractions: ISO8601DateFormatter = {
-        let f = ISO8601DateFormatter()
-        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return f
-    }()
 }

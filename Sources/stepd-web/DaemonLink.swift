@@ -73,8 +73,8 @@ struct DaemonLink: Sendable {
             try await outbound.write(line)
             // This connection watches nothing, so no event comes; still, match on the id as a client must.
             while let reply = try await lines.next() {
-                guard let head = try? JSONDecoder().decode(ReplyHead.self, from: reply), head.id == .integer(1) else { continue }
-                if head.class == "ERROR" {
+                guard let head = MessageHead(line: Data(buffer: reply)), head.id == .integer(1) else { continue }
+                if head.class == ErrorMessage.messageClass {
                     throw DaemonError.refused(message: try JSONDecoder().decode(ErrorMessage.self, from: reply).message)
                 }
                 return reply
@@ -89,12 +89,6 @@ struct DaemonLink: Sendable {
         data.append(0x0A)
         return ByteBuffer(bytes: data)
     }
-}
-
-/// What every reply has: its class and the request's id (and an ERROR's message, read separately).
-private struct ReplyHead: Decodable {
-    var `class`: String
-    var id: JSONValue?
 }
 
 /// JSON as the daemon writes it: slashes left alone ("/run/stepd/stepd.sock", not "\\/run\\/...").

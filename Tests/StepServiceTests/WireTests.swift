@@ -30,4 +30,72 @@ final class WireTests: XCTestCase {
         XCTAssert(object["pitch_deg"] is NSNull && object["roll_deg"] is NSNull && object["vertical_accel"] is NSNull, "\(object)")
         XCTAssertEqual(object["vibration_rms"] as? Double, 0.5)
     }
+
+    /// What the daemon encodes, a client decodes into the same type and encodes again to the same fields and
+    /// values (nulls included): the types of StepProtocol are the protocol for both sides.
+    func testEveryMessageDecodesFromItsLineAndEncodesToTheSameBytes() throws {
+        let visit = VisitMessage(arrival: "2026-11-22T08:00:00.000Z", departure: nil, lat: 52.5, lon: 13.4, radius_m: 20.5,
+                                 duration_s: nil, fixes: 12)
+        let source = SourceStatus(kind: "replay", description: "replay:walk.csv.gz", state: "running", error: nil)
+        var status = StatusMessage(release: "0.1.0", uptime_s: 12.5, source: source, detector: "peak", rate_in_hz: 100,
+                                   rate_out_hz: 60, samples_in: 1250, samples_out: 750, clients: 1, dropped_watchers: 0,
+                                   gravity: [0, 0, 9.81], id: .integer(1))
+        status.store = StoreStatusMessage(path: "/var/lib/stepd/stepd.sqlite", state: "ok", error: nil, retention_days: 365,
+                                          last_commit: "2026-11-22T08:00:00.000Z")
+        status.time_zone = "Europe/Berlin"
+        let steps = StepsMessage(steps: 182, since: "2026-11-22T20:26:03.466Z", cadence_spm: 108.4, distance_m: 128.1,
+                                 detector: "peak", start: "2026-11-22T20:26:03.466Z", end: "2026-11-22T20:27:43.120Z",
+                                 current_pace_s_per_m: 0.786, average_active_pace_s_per_m: nil, stride_m: 0.704,
+                                 stride_calibrated: false, activity: "walking", floors_ascended: 2, floors_descended: nil,
+                                 id: .string("a"))
+        let bins = [HistoryBinMessage(start: "2026-11-21T00:00:00.000+01:00", end: "2026-11-22T00:00:00.000+01:00",
+                                      date: "2026-11-21", steps: 8412, distance_m: 5920.4, floors: nil)]
+        try assertRoundTrip(status)
+        try assertRoundTrip(steps)
+        try assertRoundTrip(VersionMessage(release: "0.1.0"))
+        try assertRoundTrip(ErrorMessage(message: "unknown command", id: .array([.integer(1)])))
+        try assertRoundTrip(WatchMessage(enable: true, classes: ["MOTION"], rate_hz: 20, id: nil))
+        try assertRoundTrip(HistoryMessage(from: "2026-11-16T00:00:00.000+01:00", to: "2026-11-22T21:40:12.514+01:00",
+                                           bin: "day", time_zone: "Europe/Berlin", bins: bins, id: .integer(7)))
+        try assertRoundTrip(PositionMessage(mode: "no_fix"))
+        try assertRoundTrip(TrackMessage(format: "gpx", distance_m: 12.5, points: 3, start: nil, end: nil, document: "<gpx/>"))
+        try assertRoundTrip(visit)
+        try assertRoundTrip(VisitsMessage(visits: [visit]))
+        try assertRoundTrip(StepMessage(steps: 183, time: "2026-11-22T20:41:07.250Z"))
+        try assertRoundTrip(ActivityMessage(state: "walking", time: "2026-11-22T20:41:06.700Z"))
+        try assertRoundTrip(MotionMessage(time: "t", pitch_deg: 35.2, roll_deg: -1.1, vertical_accel: -0.64, vibration_rms: 0.185))
+    }
+
+    func testEventsAreReadByTheirClassAndRepliesAreNotEvents() throws {
+        var pedometer = StepsMessage(steps: 1, since: "s", cadence_spm: 0, distance_m: 0, detector: "peak", start: "s", end: "e",
+                                     current_pace_s_per_m: nil, average_active_pace_s_per_m: nil, stride_m: 0.7,
+                                     stride_calibrated: false, activity: "walking", floors_ascended: nil, floors_descended: nil)
+        guard case .step(let step)? = try DaemonEvent(line: Wire.line(StepMessage(steps: 183, time: "t"))) else { return XCTFail() }
+        XCTAssertEqual(step.steps, 183)
+        XCTAssertNil(try DaemonEvent(line: Wire.line(pedometer)), "a STEPS reply is no event")
+        pedometer.class = WatchClass.pedometer.rawValue
+        guard case .pedometer(let decoded)? = try DaemonEvent(line: Wire.line(pedometer)) else { return XCTFail() }
+        XCTAssertEqual(decoded, pedometer)
+        XCTAssertThrowsError(try DaemonEvent(line: Data(#"{"class":"STEP","steps":"many"}"#.utf8)))
+        XCTAssertNil(try DaemonEvent(line: Data("not json".utf8)))
+    }
+
+    func testARequestAsAClientEncodesItIsParsedAsTheSameRequest() throws {
+        let sent = Request(command: .history, id: .integer(9007199254740993), fields: ["bin": .string("day"), "from": .null])
+        let parsed = try Request.parse(Wire.line(sent).dropLast())
+        XCTAssertEqual(parsed.command, .history)
+        XCTAssertEqual(parsed.id, sent.id)
+        XCTAssertEqual(parsed.fields["bin"], .string("day"))
+        XCTAssertEqual(parsed.fields["from"], .null)
+        XCTAssertNil(try Request.parse(Wire.line(Request(command: .steps)).dropLast()).id)
+    }
+
+    private func assertRoundTrip<Message: DaemonMessage>(_ message: Message, file: StaticString = #filePath, line: UInt = #line) throws {
+        let encoded = Wire.line(message)
+        XCTAssertEqual(MessageHead(line: encoded)?.class, Message.messageClass, file: file, line: line)
+        let decoded = try JSONDecoder().decode(Message.self, from: encoded)
+        // Compared as JSON values: the encoder's key order is not fixed from one encoding to the next.
+        XCTAssertEqual(try JSONDecoder().decode(JSONValue.self, from: Wire.line(decoded)),
+                       try JSONDecoder().decode(JSONValue.self, from: encoded), file: file, line: line)
+    }
 }

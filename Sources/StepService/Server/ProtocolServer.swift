@@ -25,25 +25,10 @@ public enum ServerError: Error, CustomStringConvertible {
     }
 }
 
-/// Why a connection is refused at once, with an ERROR that says so.
-enum ConnectionRefusal: Error, CustomStringConvertible {
-    case full(limit: Int)
-    case reserved(open: Int)
-    case perUser(uid: uid_t, limit: Int)
-
-    var description: String {
-        switch self {
-        case .full(let limit): return "too many clients (limit \(limit)); try again later"
-        case .reserved(let open):
-            return "too many clients: the \(open) slots open to every user are taken (the rest are kept for root and the admin group); try again later"
-        case .perUser(let uid, let limit):
-            return "too many connections from uid \(uid) (limit \(limit) per user); close some and try again"
-        }
-    }
-}
-
 /// The Unix-socket server: newline-delimited JSON on one event loop. All per-client state (sessions, watches)
-/// belongs to that loop; the engine's events hop onto it.
+/// belongs to that loop; the engine's events hop onto it. What each request does: Requests/.
+// @unchecked: the mutable state below "Owned by the event loop" is touched only on `loop` (its entry points
+// assert it); `store`, `fleet`, `channel` and `adoptedSocket` are set by the one thread that starts and stops it.
 public final class ProtocolServer: @unchecked Sendable {
     public struct Configuration: Sendable {
         public var socketPath: String
@@ -75,7 +60,7 @@ public final class ProtocolServer: @unchecked Sendable {
     private var channel: Channel?
     let startedAt = Date()
     let access: AccessPolicy
-    private let anyoneWatching = NIOLockedValueBox(false)
+    let anyoneWatching = NIOLockedValueBox(false)
     /// True when systemd handed us the socket: then the socket file is systemd's, not ours to remove.
     private var adoptedSocket = false
     /// The history database, when the daemon keeps one; set before `start`.
@@ -90,12 +75,12 @@ public final class ProtocolServer: @unchecked Sendable {
     // Owned by the event loop.
     var sessions: [ObjectIdentifier: ClientSession] = [:]
     /// Connections per uid, for the per-user limit.
-    private var connectionsByUID: [uid_t: Int] = [:]
+    var connectionsByUID: [uid_t: Int] = [:]
     var droppedWatchers = 0
     /// Clients closed because they had too many requests waiting (ClientHandler).
     var closedClients = 0
     /// The newest wall time a MOTION was encoded for, so that all watchers due share one encoding.
-    private var motionCache: (sampleTime: Double, data: Data)?
+    var motionCache: (sampleTime: Double, data: Data)?
 
     public init(configuration: Configuration, engine: Engine, logger: Logger = Logger(label: "stepd.server")) {
         self.configuration = configuration
@@ -160,7 +145,7 @@ public final class ProtocolServer: @unchecked Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(
                         ByteToMessageHandler(LineFrameDecoder(maximumLength: limits.maximumLineLength)))
-                    try channel.pipeline.syncOperations.addHandler(ClientHandler(server: self, limits: limits))
+                    try channel.pipeline.syncOperations.addHandler(ClientHandler(responder: self, limits: limits))
                 }
             }
     }
@@ -189,133 +174,8 @@ public final class ProtocolServer: @unchecked Sendable {
         unlink(path)
     }
 
-    // MARK: Sessions (on the event loop)
-
-    /// Registers a new client, or says why it is refused: the server is full, the slots left are kept for
-    /// root and the admin group, or the client's user already holds its share.
-    func clientConnected(_ channel: Channel, credentials: PeerCredentials?) -> Result<ClientSession, ConnectionRefusal> {
-        let privileged = access.mayAdminister(credentials)
-        let maximum = configuration.maximumClients
-        // A small --max-clients shrinks the others: one slot at least stays open to everyone.
-        let open = maximum - min(configuration.reservedClients, maximum - 1)
-        let perUser = min(configuration.maximumClientsPerUser, open)
-        var refusal: ConnectionRefusal?
-        if sessions.count >= maximum {
-            refusal = .full(limit: maximum)
-        } else if !privileged, sessions.count >= open {
-            refusal = .reserved(open: open)
-        } else if !privileged, let uid = credentials?.uid, connectionsByUID[uid, default: 0] >= perUser {
-            refusal = .perUser(uid: uid, limit: perUser)
-        }
-        if let refusal {
-            let who = credentials?.description ?? "an unidentified client"
-            clientLog.log(.warning, cause: "refused uid \(credentials.map { "\($0.uid)" } ?? "?")",
-                          "refused a connection from \(who): \(refusal)")
-            return .failure(refusal)
-        }
-        let session = ClientSession(channel: channel, credentials: credentials, privileged: privileged)
-        sessions[ObjectIdentifier(channel)] = session
-        if let uid = credentials?.uid, !privileged { connectionsByUID[uid, default: 0] += 1 }
-        if logger.logLevel <= .debug {
-            clientLog.log(.debug, cause: "connect \(session.who)",
-                          "client connected: \(session.who)\(privileged ? " (admin)" : ""); \(sessions.count) connected")
-        }
-        return .success(session)
-    }
-
-    func clientDisconnected(_ session: ClientSession) {
-        guard sessions.removeValue(forKey: ObjectIdentifier(session.channel)) != nil else { return }
-        if let uid = session.credentials?.uid, !session.privileged {
-            connectionsByUID[uid, default: 1] -= 1
-            if connectionsByUID[uid] == 0 { connectionsByUID[uid] = nil }
-        }
-        if logger.logLevel <= .debug {
-            clientLog.log(.debug, cause: "disconnect \(session.who)",
-                          "client disconnected: \(session.who) after \(session.requestsServed) requests; \(sessions.count) connected")
-        }
-        updateMotionDemand()
-        if sessions.isEmpty { Self.returnFreedMemory() }
-    }
-
-    /// A client is being closed for what it made the daemon hold (ClientHandler).
-    func clientOverLimit(_ session: ClientSession, reason: ClientLimitError) {
-        closedClients += 1
-        clientLog.log(.warning, cause: "over limit uid \(session.credentials.map { "\($0.uid)" } ?? "?")",
-                      "closed a client (\(session.who)): \(reason)")
-    }
-
-    /// After a burst of clients, glibc keeps the freed buffers of their channels in its arenas; with the
-    /// last client gone, give those pages back so that the daemon's memory is what it was before the burst.
-    private static func returnFreedMemory() {
-        mallocTrim?(0)
-    }
-
-    /// glibc's `malloc_trim`, looked up at run time: Swift's Glibc module does not import <malloc.h>, and
-    /// other C libraries (musl) do not have it.
-    private static let mallocTrim: (@convention(c) (Int) -> Int32)? = {
-        #if canImport(Glibc)
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return nil }
-        return unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)
-        #else
-        return nil
-        #endif
-    }()
-
-    /// Tells the engine and the event hop what is being watched now; call after any change of watches.
-    func updateMotionDemand() {
-        engine.setMotionWanted(sessions.values.contains { $0.watched.contains(.motion) })
-        let watching = sessions.values.contains { !$0.watched.isEmpty }
-        anyoneWatching.withLockedValue { $0 = watching }
-    }
-
-    // MARK: Events (on the event loop)
-
-    private func broadcast(_ event: EngineEvent) {
-        switch event {
-        case .step(let count, let time):
-            send(Wire.line(StepMessage(steps: count, time: Timestamp.string(time))), to: .step)
-        case .activity(let state, let time):
-            send(Wire.line(ActivityMessage(state: state.rawValue, time: Timestamp.string(time))), to: .activity)
-        case .location(let event):
-            let (watchClass, data) = wire(event)
-            send(data, to: watchClass)
-        case .pedometer(let snapshot):
-            send(Wire.line(Replies.steps(snapshot, id: nil, asClass: "PEDOMETER")), to: .pedometer)
-        case .motion(let estimate, let time, let sampleTime):
-            for session in sessions.values where session.watched.contains(.motion) {
-                // Thin the 60 Hz stream to the rate asked for; the small slack keeps 60 Hz exact despite rounding.
-                guard sampleTime - session.lastMotionSampleTime >= 1 / session.motionRateHz - 1e-3 else { continue }
-                session.lastMotionSampleTime = sampleTime
-                if motionCache?.sampleTime != sampleTime {
-                    motionCache = (sampleTime, Wire.line(Replies.motion(estimate, time: time)))
-                }
-                deliver(motionCache!.data, to: session)
-            }
-        }
-    }
-
-    private func send(_ data: Data, to watchClass: WatchClass) {
-        for session in sessions.values where session.watched.contains(watchClass) {
-            deliver(data, to: session)
-        }
-    }
-
-    /// Writes an event to a watcher, or drops the watcher if it has left too much unread.
-    private func deliver(_ data: Data, to session: ClientSession) {
-        let channel = session.channel
-        guard channel.isActive else { return }
-        let unsent = (try? channel.syncOptions?.getOption(ChannelOptions.bufferedWritableBytes)) ?? 0
-        guard unsent <= configuration.maximumUnsentBytes else {
-            droppedWatchers += 1
-            clientLog.log(.warning, cause: "dropped watcher uid \(session.credentials.map { "\($0.uid)" } ?? "?")",
-                          "dropped a watcher (\(session.who)): \(unsent) bytes unread, more than \(configuration.maximumUnsentBytes)")
-            session.watched = []
-            clientDisconnected(session)
-            channel.close(promise: nil)
-            return
-        }
-        var buffer = channel.allocator.buffer(capacity: data.count)
-        buffer.writeBytes(data)
-        channel.writeAndFlush(buffer, promise: nil)
+    /// Runs `body` on the event loop: the watchdog's proof that the loop still turns.
+    public func probe(_ body: @escaping @Sendable () -> Void) {
+        loop.execute(body)
     }
 }

@@ -7,9 +7,7 @@ import StepProtocol
 /// midnight today; without `to`, it ends now; the bin defaults to hour.
 extension ProtocolServer {
     func history(_ request: Request, loop: EventLoop, reply: @escaping (Data) -> Void) throws {
-        guard let store else {
-            throw StoreError.unavailable(reason: "the daemon runs without a state directory")
-        }
+        let store = try storeForRequest()
         let timeZone = TimeZone.current
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = timeZone
@@ -45,16 +43,6 @@ extension ProtocolServer {
             }
             loop.execute { reply(line) }
         }
-    }
-
-    /// Runs `body` on the event loop: the watchdog's proof that the loop still turns.
-    public func probe(_ body: @escaping @Sendable () -> Void) {
-        loop.execute(body)
-    }
-
-    func storeStatus(_ s: StoreStatus) -> StoreStatusMessage {
-        StoreStatusMessage(path: s.path, state: s.state, error: s.error, retention_days: s.retentionDays,
-                           last_commit: s.lastCommit.map(Timestamp.string))
     }
 
     private static func date(_ request: Request, _ name: String) throws -> Date? {

@@ -1,0 +1,18 @@
+import Foundation
+import NIOCore
+import StepProtocol
+
+/// `{"cmd":"reset"}`: counting starts from zero now; the reply is a fresh STEPS. Only root, the daemon's user and
+/// the admin group may (the socket's credentials say who is connected).
+extension ProtocolServer {
+    func reset(_ request: Request, from session: ClientSession, loop: EventLoop, reply: @escaping (Data) -> Void) throws {
+        guard session.privileged else {
+            clientLog.log(.notice, cause: "refused reset uid \(session.credentials.map { "\($0.uid)" } ?? "?")",
+                          "refused reset from \(session.who)")
+            throw RequestError.notPermitted(command: "reset")
+        }
+        engine.reset { snapshot in
+            loop.execute { reply(Wire.line(Replies.steps(snapshot, id: request.id))) }
+        }
+    }
+}

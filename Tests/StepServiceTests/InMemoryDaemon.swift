@@ -1,0 +1,73 @@
+import Foundation
+import NIOCore
+import StepProtocol
+@testable import StepService
+
+/// A small daemon kept in memory, for ClientHandler's tests: a step count that `walk` raises, `steps` and
+/// `watch` answered at once, and `reset` and `history` answered later from the event loop's queue, as the real
+/// engine and store answer from queues of their own. What it answers is built here from the request; the
+/// handler's framing, order and limits are what the tests look at.
+final class InMemoryDaemon: ClientResponder {
+    var maximumClients = 8
+    private(set) var sessions: [ObjectIdentifier: ClientSession] = [:]
+    private(set) var requestsHandled: [Request.Command] = []
+    private(set) var clientsClosedOverLimit = 0
+    private var steps = 0
+    private var since = Date(timeIntervalSince1970: 1_790_000_000)
+
+    func walk(steps: Int) { self.steps += steps }
+
+    func clientConnected(_ channel: Channel, credentials: PeerCredentials?) -> Result<ClientSession, ConnectionRefusal> {
+        guard sessions.count < maximumClients else { return .failure(.full(limit: maximumClients)) }
+        let session = ClientSession(channel: channel, credentials: credentials, privileged: true)
+        sessions[ObjectIdentifier(channel)] = session
+        return .success(session)
+    }
+
+    func clientDisconnected(_ session: ClientSession) {
+        sessions[ObjectIdentifier(session.channel)] = nil
+    }
+
+    func clientOverLimit(_ session: ClientSession, reason: ClientLimitError) {
+        clientsClosedOverLimit += 1
+    }
+
+    func handle(_ request: Request, from session: ClientSession, reply: @escaping (Data) -> Void) {
+        requestsHandled.append(request.command)
+        let loop = session.channel.eventLoop
+        do {
+            switch request.command {
+            case .steps:
+                reply(Wire.line(stepsMessage(id: request.id)))
+            case .watch:
+                let enable = try request.bool("enable") ?? true
+                session.watched = enable ? WatchClass.defaultClasses : []
+                reply(Wire.line(WatchMessage(enable: enable, classes: session.watched.map(\.rawValue).sorted(),
+                                             rate_hz: nil, id: request.id)))
+            case .reset:
+                loop.execute { [self] in
+                    steps = 0
+                    since = since.addingTimeInterval(60)
+                    reply(Wire.line(stepsMessage(id: request.id)))
+                }
+            case .history:
+                let text = Timestamp.string(since)
+                let bins = [HistoryBinMessage(start: text, end: text, date: nil, steps: steps, distance_m: 0, floors: nil)]
+                let message = HistoryMessage(from: text, to: text, bin: "hour", time_zone: "UTC", bins: bins, id: request.id)
+                loop.execute { reply(Wire.line(message)) }
+            case .status, .position, .track, .visits:
+                throw RequestError.unknownCommand(request.command.rawValue)
+            }
+        } catch {
+            reply(Wire.line(ErrorMessage(message: "\(error)", id: request.id)))
+        }
+    }
+
+    private func stepsMessage(id: JSONValue?) -> StepsMessage {
+        let text = Timestamp.string(since)
+        return StepsMessage(steps: steps, since: text, cadence_spm: 0, distance_m: 0, detector: "memory", start: text,
+                            end: text, current_pace_s_per_m: nil, average_active_pace_s_per_m: nil, stride_m: 0.7,
+                            stride_calibrated: false, activity: "stationary", floors_ascended: nil,
+                            floors_descended: nil, id: id)
+    }
+}

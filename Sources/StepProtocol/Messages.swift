@@ -6,7 +6,8 @@ public enum ProtocolVersion {
     public static let minor = 0
 }
 
-/// Messages the daemon sends. Each encodes with its `class` first, as gpsd's JSON does.
+/// Messages the daemon sends. Each carries its `class`, as gpsd's JSON does (where in the object is not fixed:
+/// JSONEncoder does not keep the declaration order on Linux; clients read fields by name).
 public struct VersionMessage: Codable, Sendable {
     public static let messageClass = "VERSION"
     public var `class` = Self.messageClass

@@ -62,7 +62,7 @@ final class StoreLoadTests: XCTestCase {
         XCTAssertGreaterThan(first["steps"] as? Int ?? 0, 400 * 14 * 60 * 40 / 2)
 
         let stop = Date()
-        XCTAssertEqual(daemon.terminate(), 0)
+        XCTAssertEqual(daemon.terminate(), 0, daemon.log)
         let elapsed = Date().timeIntervalSince(stop)
         print("SIGTERM with 4 x 20 history requests in flight: stopped in \(String(format: "%.2f", elapsed)) s")
         XCTAssertLessThan(elapsed, 2, daemon.log)

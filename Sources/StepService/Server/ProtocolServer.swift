@@ -272,7 +272,7 @@ public final class ProtocolServer: @unchecked Sendable {
 
     private func broadcast(_ event: EngineEvent) {
         switch event {
-        case .step(let count, let time):
+        case .step(let count, let time, _):
             send(Wire.line(StepMessage(steps: count, time: Timestamp.string(time))), to: .step)
         case .activity(let state, let time):
             send(Wire.line(ActivityMessage(state: state.rawValue, time: Timestamp.string(time))), to: .activity)
@@ -281,6 +281,8 @@ public final class ProtocolServer: @unchecked Sendable {
             send(data, to: watchClass)
         case .pedometer(let snapshot):
             send(Wire.line(Replies.steps(snapshot, id: nil, asClass: "PEDOMETER")), to: .pedometer)
+        case .floors:
+            break   // PEDOMETER, which follows, carries the totals
         case .motion(let estimate, let time, let sampleTime):
             for session in sessions.values where session.watched.contains(.motion) {
                 // Thin the 60 Hz stream to the rate asked for; the small slack keeps 60 Hz exact despite rounding.

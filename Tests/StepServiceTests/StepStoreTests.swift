@@ -1,5 +1,7 @@
 import Foundation
 import GRDB
+import Logging
+import StepProcessing
 @testable import StepService
 import XCTest
 
@@ -61,6 +63,28 @@ final class StepStoreTests: XCTestCase {
         XCTAssertEqual(try reader.read { try String.fetchOne($0, sql: "PRAGMA journal_mode") }, "wal")
         try reader.close()
         store.close()
+    }
+
+    /// EngineRecording: the engine's steps reach the store with the stride they carry, and a stop saves the count.
+    func testEngineStepsAreRecordedWithTheirStride() throws {
+        let engine = Engine()
+        var configuration = StepStore.Configuration(directory: directory, stepHoldBackSeconds: engine.stepHoldBackSeconds)
+        let store = StepStore(configuration: configuration)
+        EngineRecording.start(engine: engine, store: store, logger: Logger(label: "test"))
+        // 20 s of walking at 1.8 steps a second, as in EngineStallTests.
+        engine.receive(stride(from: 0.0, to: 20, by: 0.01).map { t in
+            Sample(time: t, x: 0.3, y: 0.2, z: 9.81 + 3 * sin(2 * .pi * 1.8 * t))
+        })
+        engine.drain()
+        let counted = engine.snapshot
+        XCTAssertGreaterThan(counted.steps, 20)
+        XCTAssertEqual(store.close()?.steps, counted.steps)
+        let reopened = StepStore(configuration: configuration)
+        _ = reopened.open(fresh: .init(steps: 0, since: Date()))
+        let bins = try reopened.history(from: Date().addingTimeInterval(-600), to: Date().addingTimeInterval(60), size: .hour)
+        XCTAssertEqual(bins.reduce(0) { $0 + $1.steps }, counted.steps)
+        XCTAssertEqual(bins.reduce(0) { $0 + $1.distanceMeters }, Double(counted.steps) * counted.strideMeters, accuracy: 1e-6)
+        reopened.close()
     }
 
     func testResetZeroesTheCounterAndKeepsHistory() throws {

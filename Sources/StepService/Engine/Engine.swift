@@ -92,8 +92,7 @@ public final class Engine: HardwareStepSink, BarometerSink, @unchecked Sendable 
         }
         let wall = wallNow.addingTimeInterval(pauseStart - lastSampleTime)
         let handlers = eventHandlers.withLockedValue { $0 }
-        publish()
-        let s = snapshot
+        let s = publish()
         for handler in handlers {
             handler(.pedometer(s))
             handler(.activity(.stationary, time: wall))
@@ -179,12 +178,11 @@ public final class Engine: HardwareStepSink, BarometerSink, @unchecked Sendable 
             let before = (up: floors?.ascended ?? 0, down: floors?.descended ?? 0)
             floors?.update(time: pressure.time, pressureKilopascal: pressure.kilopascal, walking: activity.state == .walking)
             barometer.lastKilopascal = pressure.kilopascal
-            publish()
+            let s = publish()
             // A floor is news for PEDOMETER watchers (and the history) even when no step follows it.
             let added = (up: (floors?.ascended ?? 0) - before.up, down: (floors?.descended ?? 0) - before.down)
             if added != (0, 0) {
                 logger.debug("barometer: floors \(floors?.ascended ?? 0) up, \(floors?.descended ?? 0) down, at \(String(format: "%.1f", floors?.relativeAltitudeMeters ?? 0)) m")
-                let s = snapshot
                 for handler in eventHandlers.withLockedValue({ $0 }) {
                     handler(.floors(ascended: added.up, descended: added.down, time: lastSampleWall))
                     handler(.pedometer(s))
@@ -241,9 +239,9 @@ public final class Engine: HardwareStepSink, BarometerSink, @unchecked Sendable 
             cadence.reset()
             activity.reset()
             floors?.reset()
-            publish()
+            let s = publish()
             for handler in resetHandlers.withLockedValue({ $0 }) { handler(since) }
-            completion(snapshot)
+            completion(s)
         }
     }
 
@@ -320,11 +318,10 @@ public final class Engine: HardwareStepSink, BarometerSink, @unchecked Sendable 
             for handler in handlers { handler(.step(count: steps, time: wall(t), strideMeters: stride.strideMeters)) }
         }
         let pause = activity.advance(to: last.time)
-        publish()
+        let s = publish()
         // The final figures of a walk go out before the word that it has stopped.
         if pause != nil || (!newSteps.isEmpty && last.time - lastPedometerPush >= 1) {
             lastPedometerPush = last.time
-            let s = snapshot
             for handler in handlers { handler(.pedometer(s)) }
         }
         if let (_, pauseStart) = pause {
@@ -373,7 +370,9 @@ public final class Engine: HardwareStepSink, BarometerSink, @unchecked Sendable 
         }
     }
 
-    private func publish() {
+    /// Publishes the state for readers on other threads, and returns it for this queue's own events.
+    @discardableResult
+    private func publish() -> EngineSnapshot {
         dispatchPrecondition(condition: .onQueue(queue))
         var s = EngineSnapshot()
         s.steps = steps
@@ -409,5 +408,6 @@ public final class Engine: HardwareStepSink, BarometerSink, @unchecked Sendable 
         s.motion = lastMotion.flatMap { $0.gravity.magnitude.isFinite ? $0 : nil }
         s.hardwareSteps = latestHardwareSteps.withLockedValue { $0 }
         published.withLockedValue { $0 = s }
+        return s
     }
 }

@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import NIOConcurrencyHelpers
 import StepProtocol
 import StepService
 
@@ -18,60 +17,18 @@ final class ServiceRuntime {
     init(options: ServiceOptions, engine: Engine, logger: Logger) {
         self.engine = engine
         self.logger = logger
-        var configuration = StepStore.Configuration(directory: options.stateDirectory)
+        var configuration = StepStore.Configuration(directory: options.stateDirectory,
+                                                    stepHoldBackSeconds: engine.stepHoldBackSeconds)
         configuration.retentionDays = options.retentionDays
         store = StepStore(configuration: configuration)
     }
 
-    /// Opens the store, continues the saved count, path and visits, and has every step, floor, reset, track
-    /// point and visit recorded from now on.
+    /// Takes the state directory, then opens the store and has the engine's counting recorded in it
+    /// (StepService's EngineRecording).
     func openStore() {
         lockStateDirectory()
-        let fresh = StepStore.Counter(steps: 0, since: engine.snapshot.since)
-        // A store away at start comes back with the count it saved: STEPS goes on from the sum.
-        store.onSavedCounter = { [store, engine] saved in
-            engine.add(savedSteps: saved.steps, since: saved.since) { steps, since in
-                store.recordCounter(StepStore.Counter(steps: steps, since: since))
-            }
-        }
         store.onReopened = { [weak self] in self?.relockIfLost() }
-        let counter = store.open(fresh: fresh)
-        if counter != fresh {
-            engine.restore(steps: counter.steps, since: counter.since)
-            logger.notice("continuing from \(counter.steps) steps since \(Timestamp.string(counter.since))")
-        }
-        restoreLocation()
-        engine.onLocationRecord { [store] record in
-            switch record {
-            case .trackPoint(let point): store.record(StoredTrackPoint(point))
-            case .visit(let visit): store.record(StoredVisit(visit))
-            }
-        }
-        // Floors come as running totals in PEDOMETER snapshots; the store wants what each minute added.
-        let floorsRecorded = NIOLockedValueBox(0)
-        engine.onEvent { [store, engine] event in
-            switch event {
-            case .step(let count, let time):
-                store.recordStep(count: count, at: time, distanceMeters: engine.snapshot.strideMeters)
-            case .activity(.stationary, _):
-                // The walk's last steps are not followed by another that would carry them to the disk.
-                store.flush()
-            case .pedometer(let snapshot):
-                guard let ascended = snapshot.floorsAscended else { break }
-                let added = floorsRecorded.withLockedValue { recorded -> Int in
-                    defer { recorded = max(recorded, ascended) }
-                    return ascended - recorded
-                }
-                if added > 0 { store.recordFloors(added, at: snapshot.end) }
-            default:
-                break
-            }
-        }
-        engine.onReset { [store] since in
-            floorsRecorded.withLockedValue { $0 = 0 }
-            store.recordReset(since: since)
-        }
-        store.startCommitting()
+        EngineRecording.start(engine: engine, store: store, logger: logger)
     }
 
     /// Exits 75 when another daemon holds the state directory: two would each think they own the counter.
@@ -100,23 +57,6 @@ final class ServiceRuntime {
             lock = try StateDirectoryLock.acquire(directory: store.configuration.directory)
         } catch {
             logger.error("\(error) (it was started while the state directory was gone)")
-        }
-    }
-
-    /// The path (its last day at 1 Hz) and the visits saved by earlier runs. A stay that was still going on
-    /// when the daemon stopped ends at the last point saved within it: this run cannot know it went on.
-    private func restoreLocation() {
-        let limits = engine.configuration.location
-        guard let stored = try? store.latestTrackPoints(limit: limits.track.maximumPoints),
-              var visits = try? store.latestVisits(limit: limits.visits.maximumVisits) else { return }
-        if let open = visits.indices.last, visits[open].departure == nil {
-            let last = stored.last { $0.time >= visits[open].arrival }?.time ?? visits[open].arrival
-            visits[open].departure = last
-            store.record(visits[open])
-        }
-        engine.restoreLocation(points: stored.map(\.fix), visits: visits.map(\.visit))
-        if !stored.isEmpty || !visits.isEmpty {
-            logger.info("continuing the track from \(stored.count) saved points and \(visits.count) visits")
         }
     }
 

@@ -145,11 +145,13 @@ final class FleetTests: XCTestCase {
     func testAMinuteIsFinishedOnceNoHeldBackStepCanJoinIt() {
         // 2026-06-16T00:01:00Z is the end of minute 29_692_800.
         let end = Date(timeIntervalSince1970: 29_692_801 * 60)
-        let delay = FinishedMinutes.delaySeconds
-        XCTAssertEqual(delay, StepStore.longestHoldBackSeconds + 2)
-        XCTAssertEqual(FinishedMinutes.newest(at: end.addingTimeInterval(delay - 0.1)), 29_692_799)
-        XCTAssertEqual(FinishedMinutes.newest(at: end.addingTimeInterval(delay)), 29_692_800)
-        XCTAssertEqual(FinishedMinutes.nextDeadline(after: 29_692_799), end.addingTimeInterval(delay))
+        // The default detector (peak) holds a bout's first steps back up to 6 × 1.5 s, plus a second.
+        let finished = FinishedMinutes(holdBackSeconds: Engine().stepHoldBackSeconds)
+        let delay = finished.delaySeconds
+        XCTAssertEqual(delay, 10 + 2)
+        XCTAssertEqual(finished.newest(at: end.addingTimeInterval(delay - 0.1)), 29_692_799)
+        XCTAssertEqual(finished.newest(at: end.addingTimeInterval(delay)), 29_692_800)
+        XCTAssertEqual(finished.nextDeadline(after: 29_692_799), end.addingTimeInterval(delay))
     }
 
     func testHomeAssistantDiscoveryMakesFiveSensorsAndATrackerAsOneDevice() throws {
@@ -191,13 +193,13 @@ final class FleetTests: XCTestCase {
     func testOutboxSealsEachFinishedMinuteOnceAndKeepsRowsUntilRemoved() throws {
         let directory = NSTemporaryDirectory() + "stepd-outbox-\(UUID().uuidString.prefix(6))"
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let store = StepStore(configuration: .init(directory: directory))
+        let store = StepStore(configuration: .init(directory: directory, stepHoldBackSeconds: 10))
         let now = Date()
         let minute = Int64((now.timeIntervalSince1970 / 60).rounded(.down))
         _ = store.open(fresh: .init(steps: 0, since: now.addingTimeInterval(-600)))
         for (offset, count) in [(-5, 3), (-4, 2), (-2, 4)] {
             for i in 0..<count {
-                store.recordStep(count: i, at: Date(timeIntervalSince1970: Double(minute + Int64(offset)) * 60 + 1 + Double(i)), distanceMeters: 0.7)
+                store.record(.step(count: i, time: Date(timeIntervalSince1970: Double(minute + Int64(offset)) * 60 + 1 + Double(i)), distanceMeters: 0.7))
             }
         }
         func wait<T>(_ call: (@escaping @Sendable (Result<T, StoreError>) -> Void) -> Void) throws -> T {

@@ -64,12 +64,12 @@ final class StepStoreFaultTests: XCTestCase {
     /// A store that could not be opened at start counts from `fresh`; when it opens, the saved count is handed
     /// to the owner (who adds it to STEPS), and what comes back is written, with the minutes of both runs.
     func testStoreUnavailableAtStartHandsTheSavedCountOverOnRecovery() throws {
-        var configuration = StepStore.Configuration(directory: directory)
+        var configuration = StepStore.Configuration(directory: directory, stepHoldBackSeconds: Engine().stepHoldBackSeconds)
         configuration.reopenIntervalSeconds = 0.1
         let since = Date(timeIntervalSince1970: 1_790_000_000)
         let first = StepStore(configuration: configuration)
         _ = first.open(fresh: .init(steps: 0, since: since))
-        for i in 1...341 { first.recordStep(count: i, at: Date(), distanceMeters: 0.5) }
+        for i in 1...341 { first.record(.step(count: i, time: Date(), distanceMeters: 0.5)) }
         XCTAssertEqual(first.close(), .init(steps: 341, since: since))
 
         // The database hidden (a card not mounted yet): counting starts from 0.
@@ -85,10 +85,10 @@ final class StepStoreFaultTests: XCTestCase {
         let handed = NIOLockedBox<StepStore.Counter?>(nil)
         second.onSavedCounter = { saved in
             handed.set(saved)
-            second.recordCounter(.init(steps: saved.steps + 68, since: saved.since))
+            second.record(.counter(.init(steps: saved.steps + 68, since: saved.since)))
         }
         second.startCommitting()
-        for i in 1...68 { second.recordStep(count: i, at: Date(), distanceMeters: 0.5) }
+        for i in 1...68 { second.record(.step(count: i, time: Date(), distanceMeters: 0.5)) }
         for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix + ".away") {
             XCTAssertEqual(rename(path + suffix + ".away", path + suffix), 0)
         }

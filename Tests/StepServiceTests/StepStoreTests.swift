@@ -1,5 +1,7 @@
 import Foundation
 import GRDB
+import Logging
+import StepProcessing
 @testable import StepService
 import XCTest
 
@@ -16,7 +18,7 @@ final class StepStoreTests: XCTestCase {
     }
 
     private func makeStore(retentionDays: Int = 400) -> StepStore {
-        var configuration = StepStore.Configuration(directory: directory)
+        var configuration = StepStore.Configuration(directory: directory, stepHoldBackSeconds: Engine().stepHoldBackSeconds)
         configuration.retentionDays = retentionDays
         return StepStore(configuration: configuration)
     }
@@ -33,7 +35,7 @@ final class StepStoreTests: XCTestCase {
         let since = Date(timeIntervalSince1970: 1_790_000_000)
         let first = makeStore()
         XCTAssertEqual(first.open(fresh: .init(steps: 0, since: since)), .init(steps: 0, since: since))
-        for i in 1...5 { first.recordStep(count: i, at: Date(), distanceMeters: 0.7) }
+        for i in 1...5 { first.record(.step(count: i, time: Date(), distanceMeters: 0.7)) }
         XCTAssertEqual(first.close(), .init(steps: 5, since: since))
 
         let second = makeStore()
@@ -49,7 +51,7 @@ final class StepStoreTests: XCTestCase {
         let store = makeStore()
         _ = store.open(fresh: .init(steps: 0, since: Date()))
         store.startCommitting()
-        for i in 1...3 { store.recordStep(count: i, at: Date(), distanceMeters: 0.7) }
+        for i in 1...3 { store.record(.step(count: i, time: Date(), distanceMeters: 0.7)) }
         let reader = try DatabaseQueue(path: store.configuration.path)
         let deadline = Date().addingTimeInterval(store.configuration.commitIntervalSeconds + 0.5)
         var seen = 0
@@ -63,14 +65,36 @@ final class StepStoreTests: XCTestCase {
         store.close()
     }
 
+    /// EngineRecording: the engine's steps reach the store with the stride they carry, and a stop saves the count.
+    func testEngineStepsAreRecordedWithTheirStride() throws {
+        let engine = Engine()
+        var configuration = StepStore.Configuration(directory: directory, stepHoldBackSeconds: engine.stepHoldBackSeconds)
+        let store = StepStore(configuration: configuration)
+        EngineRecording.start(engine: engine, store: store, logger: Logger(label: "test"))
+        // 20 s of walking at 1.8 steps a second, as in EngineStallTests.
+        engine.receive(stride(from: 0.0, to: 20, by: 0.01).map { t in
+            Sample(time: t, x: 0.3, y: 0.2, z: 9.81 + 3 * sin(2 * .pi * 1.8 * t))
+        })
+        engine.drain()
+        let counted = engine.snapshot
+        XCTAssertGreaterThan(counted.steps, 20)
+        XCTAssertEqual(store.close()?.steps, counted.steps)
+        let reopened = StepStore(configuration: configuration)
+        _ = reopened.open(fresh: .init(steps: 0, since: Date()))
+        let bins = try reopened.history(from: Date().addingTimeInterval(-600), to: Date().addingTimeInterval(60), size: .hour)
+        XCTAssertEqual(bins.reduce(0) { $0 + $1.steps }, counted.steps)
+        XCTAssertEqual(bins.reduce(0) { $0 + $1.distanceMeters }, Double(counted.steps) * counted.strideMeters, accuracy: 1e-6)
+        reopened.close()
+    }
+
     func testResetZeroesTheCounterAndKeepsHistory() throws {
         let store = makeStore()
         _ = store.open(fresh: .init(steps: 0, since: Date()))
-        store.recordStep(count: 1, at: Date(), distanceMeters: 0.7)
-        store.recordStep(count: 2, at: Date(), distanceMeters: 0.7)
+        store.record(.step(count: 1, time: Date(), distanceMeters: 0.7))
+        store.record(.step(count: 2, time: Date(), distanceMeters: 0.7))
         let resetAt = Date()
-        store.recordReset(since: resetAt)
-        store.recordStep(count: 1, at: Date(), distanceMeters: 0.7)
+        store.record(.reset(since: resetAt))
+        store.record(.step(count: 1, time: Date(), distanceMeters: 0.7))
         XCTAssertEqual(store.close(), .init(steps: 1, since: resetAt))
         let reopened = makeStore()
         XCTAssertEqual(reopened.open(fresh: .init(steps: 0, since: Date())).steps, 1)
@@ -85,10 +109,10 @@ final class StepStoreTests: XCTestCase {
         let store = makeStore()
         _ = store.open(fresh: .init(steps: 0, since: date("2026-06-01T09:00:00Z")))
         let resetAt = date("2026-06-01T10:00:00Z")
-        store.recordReset(since: resetAt)
-        store.recordStep(count: 1, at: date("2026-06-01T09:59:57Z"), distanceMeters: 0.7)  // held back 3 s
-        store.recordStep(count: 2, at: date("2026-06-01T10:00:01Z"), distanceMeters: 0.7)
-        store.recordStep(count: 3, at: date("2026-06-01T09:30:00Z"), distanceMeters: 0.7)  // a clock set back
+        store.record(.reset(since: resetAt))
+        store.record(.step(count: 1, time: date("2026-06-01T09:59:57Z"), distanceMeters: 0.7))  // held back 3 s
+        store.record(.step(count: 2, time: date("2026-06-01T10:00:01Z"), distanceMeters: 0.7))
+        store.record(.step(count: 3, time: date("2026-06-01T09:30:00Z"), distanceMeters: 0.7))  // a clock set back
         XCTAssertEqual(store.close()?.steps, 3)
         let reopened = makeStore()
         _ = reopened.open(fresh: .init(steps: 0, since: Date()))
@@ -106,7 +130,7 @@ final class StepStoreTests: XCTestCase {
         _ = store.open(fresh: .init(steps: 0, since: Date()))
         for (i, t) in ["2026-03-28T23:30:00+01:00", "2026-03-29T00:10:00+01:00", "2026-03-29T03:30:00+02:00",
                        "2026-03-29T23:50:00+02:00", "2026-03-29T23:50:30+02:00", "2026-03-30T00:05:00+02:00"].enumerated() {
-            store.recordStep(count: i + 1, at: date(t), distanceMeters: 1)
+            store.record(.step(count: i + 1, time: date(t), distanceMeters: 1))
         }
         let berlin = calendar("Europe/Berlin")
         let bins = try store.history(from: date("2026-03-28T00:00:00+01:00"), to: date("2026-03-31T00:00:00+02:00"),
@@ -127,9 +151,9 @@ final class StepStoreTests: XCTestCase {
     func testHourBinsAreLocalHoursWhereTheOffsetIsNotWhole() throws {
         let store = makeStore()
         _ = store.open(fresh: .init(steps: 0, since: Date()))
-        store.recordStep(count: 1, at: date("2026-05-04T10:20:00+05:30"), distanceMeters: 1)
-        store.recordStep(count: 2, at: date("2026-05-04T10:50:00+05:30"), distanceMeters: 1)
-        store.recordStep(count: 3, at: date("2026-05-04T11:01:00+05:30"), distanceMeters: 1)
+        store.record(.step(count: 1, time: date("2026-05-04T10:20:00+05:30"), distanceMeters: 1))
+        store.record(.step(count: 2, time: date("2026-05-04T10:50:00+05:30"), distanceMeters: 1))
+        store.record(.step(count: 3, time: date("2026-05-04T11:01:00+05:30"), distanceMeters: 1))
         let bins = try store.history(from: date("2026-05-04T00:00:00+05:30"), to: date("2026-05-05T00:00:00+05:30"),
                                      size: .hour, calendar: calendar("Asia/Kolkata"))
         XCTAssertEqual(bins.map(\.steps), [2, 1])
@@ -144,9 +168,9 @@ final class StepStoreTests: XCTestCase {
     func testFloorsAddUpPerMinuteAndStayAbsentWithoutABarometer() throws {
         let store = makeStore()
         _ = store.open(fresh: .init(steps: 0, since: Date()))
-        store.recordStep(count: 1, at: date("2026-06-01T10:00:10Z"), distanceMeters: 1)
-        store.recordFloors(1, at: date("2026-06-01T10:01:10Z"))
-        store.recordFloors(2, at: date("2026-06-01T10:01:50Z"))
+        store.record(.step(count: 1, time: date("2026-06-01T10:00:10Z"), distanceMeters: 1))
+        store.record(.floors(ascended: 1, time: date("2026-06-01T10:01:10Z")))
+        store.record(.floors(ascended: 2, time: date("2026-06-01T10:01:50Z")))
         let bins = try store.history(from: date("2026-06-01T10:00:00Z"), to: date("2026-06-01T10:02:00Z"), size: .minute)
         XCTAssertEqual(bins.map(\.floors), [nil, 3])
         store.close()
@@ -155,9 +179,9 @@ final class StepStoreTests: XCTestCase {
     func testPruningDropsWhatIsOlderThanTheRetention() throws {
         let store = makeStore()
         _ = store.open(fresh: .init(steps: 0, since: Date()))
-        store.recordStep(count: 1, at: Date().addingTimeInterval(-3 * 86_400), distanceMeters: 1)
-        store.recordStep(count: 2, at: Date(), distanceMeters: 1)
-        store.record(StoredTrackPoint(time: Date().addingTimeInterval(-3 * 86_400), latitudeDegrees: 48, longitudeDegrees: 11, mode: "3d"))
+        store.record(.step(count: 1, time: Date().addingTimeInterval(-3 * 86_400), distanceMeters: 1))
+        store.record(.step(count: 2, time: Date(), distanceMeters: 1))
+        store.record(.trackPoint(StoredTrackPoint(time: Date().addingTimeInterval(-3 * 86_400), latitudeDegrees: 48, longitudeDegrees: 11, mode: "3d")))
         store.close()
         let pruned = makeStore(retentionDays: 2)
         _ = pruned.open(fresh: .init(steps: 0, since: Date()))
@@ -172,14 +196,14 @@ final class StepStoreTests: XCTestCase {
         _ = store.open(fresh: .init(steps: 0, since: Date()))
         let point = StoredTrackPoint(time: date("2026-06-01T10:00:00Z"), latitudeDegrees: 48.137, longitudeDegrees: 11.575,
                                      altitudeMSLMeters: 519.5, ephMeters: 4.2, mode: "3d", satellitesUsed: 9)
-        store.record(point)
+        store.record(.trackPoint(point))
         var visit = StoredVisit(arrival: date("2026-06-01T10:05:00Z"), departure: nil, latitudeDegrees: 48.1,
                                 longitudeDegrees: 11.5, radiusMeters: 20, fixCount: 300)
-        store.record(visit)
+        store.record(.visit(visit))
         XCTAssertEqual(try store.visits(from: date("2026-06-01T00:00:00Z"), to: date("2026-06-02T00:00:00Z")), [visit])
         visit.departure = date("2026-06-01T11:00:00Z")
         visit.fixCount = 3600
-        store.record(visit)
+        store.record(.visit(visit))
         XCTAssertEqual(try store.trackPoints(from: date("2026-06-01T00:00:00Z"), to: date("2026-06-02T00:00:00Z")), [point])
         XCTAssertEqual(try store.visits(from: date("2026-06-01T00:00:00Z"), to: date("2026-06-02T00:00:00Z")), [visit])
         store.close()
@@ -196,7 +220,7 @@ final class StepStoreTests: XCTestCase {
         let error = try XCTUnwrap(store.status.error)
         XCTAssertTrue(error.contains(store.configuration.path) && error.contains("not a database"), error)
         store.startCommitting()
-        store.recordStep(count: 1, at: Date(), distanceMeters: 1)
+        store.record(.step(count: 1, time: Date(), distanceMeters: 1))
         XCTAssertThrowsError(try store.history(from: Date().addingTimeInterval(-60), to: Date(), size: .minute)) {
             guard case StoreError.unavailable = $0 else { return XCTFail("\($0)") }
         }

@@ -40,6 +40,12 @@ public final class PeakStepDetector: StepDetector {
         self.init(configuration: Configuration(sampleRateHz: sampleRateHz))
     }
 
+    /// A bout's first steps wait for its confirmation (`confirmationSteps` steps at most
+    /// `maximumStepIntervalSeconds` apart), plus a second for the filters and the end of the cycle.
+    public var longestReportDelaySeconds: Double {
+        Double(configuration.bout.confirmationSteps) * configuration.bout.maximumStepIntervalSeconds + 1
+    }
+
     /// Whether the detector is inside a confirmed walking bout.
     public var isWalking: Bool { chain.bout.isWalking }
 

@@ -10,6 +10,9 @@ public protocol StepDetector: AnyObject {
     func process(_ sample: Sample, steps: inout [Double])
     /// Forgets all history, as at start-up.
     func reset()
+    /// The longest a step can be reported after its stamped time: how far back a consumer must expect the
+    /// step it is handed to lie (the store bins a step counted after a reset in the reset's period).
+    var longestReportDelaySeconds: Double { get }
 }
 
 /// The detectors the daemon knows, by name.

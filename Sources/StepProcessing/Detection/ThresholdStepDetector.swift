@@ -20,6 +20,9 @@ public final class ThresholdStepDetector: StepDetector {
     private var filter: LowPassFilter
     private var risen = false
 
+    /// A step is stamped when it is reported; a second covers the low-pass filter's lag.
+    public let longestReportDelaySeconds = 1.0
+
     public init(configuration: Configuration = .init()) {
         precondition(configuration.riseAboveG > configuration.fallBelowG, "rise threshold must exceed fall threshold")
         self.configuration = configuration

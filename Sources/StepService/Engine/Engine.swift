@@ -8,6 +8,9 @@ import StepProcessing
 /// The processing engine. It owns the pipeline and the count on one serial dispatch queue: sources hand
 /// samples over from their own threads, and everything that changes state runs on `queue`. Readers (the
 /// socket server) see only the snapshot the queue publishes after each batch.
+///
+/// `@unchecked Sendable`: its mutable state is owned by `queue` (checked with dispatchPrecondition where the
+/// queue's work begins); what other threads touch (snapshots, handlers, flags) is behind locks.
 public final class Engine: HardwareStepSink, BarometerSink, @unchecked Sendable {
     public struct Configuration: Sendable {
         public var detector: StepDetectorKind = .default
@@ -19,12 +22,14 @@ public final class Engine: HardwareStepSink, BarometerSink, @unchecked Sendable 
     }
 
     public let configuration: Configuration
+    /// How long after it happened the configured detector may report a step (`StepStore.Configuration`).
+    public let stepHoldBackSeconds: Double
     let queue = DispatchQueue(label: "stepd.pipeline", qos: .userInitiated)
     let logger: Logger
 
     // Owned by `queue`.
     private let pipeline: StepPipeline
-    private var steps = 0
+    private(set) var steps = 0
     private var since = Date()
     private var cadence = CadenceMeter()
     private var activity = ActivityTracker()
@@ -64,6 +69,7 @@ public final class Engine: HardwareStepSink, BarometerSink, @unchecked Sendable 
         self.logger = logger
         pipeline = StepPipeline(detector: configuration.detector.make(sampleRateHz: configuration.rateHz),
                                 rateHz: configuration.rateHz)
+        stepHoldBackSeconds = pipeline.detector.longestReportDelaySeconds
         stride = StrideModel(heightMeters: configuration.heightMeters)
         motion = MotionEstimator(sampleRateHz: configuration.rateHz)
         var snapshot = EngineSnapshot()
@@ -78,6 +84,7 @@ public final class Engine: HardwareStepSink, BarometerSink, @unchecked Sendable 
     /// Ends a walk that samples can no longer end, and tells the watchers. The cadence ends with it: no
     /// step is coming to make it fall to zero by itself.
     private func endWalk(pauseDetectedAt wallNow: Date) {
+        dispatchPrecondition(condition: .onQueue(queue))
         cadence.reset()
         guard let (_, pauseStart) = activity.advance(to: .infinity) else {
             publish()
@@ -85,8 +92,7 @@ public final class Engine: HardwareStepSink, BarometerSink, @unchecked Sendable 
         }
         let wall = wallNow.addingTimeInterval(pauseStart - lastSampleTime)
         let handlers = eventHandlers.withLockedValue { $0 }
-        publish()
-        let s = snapshot
+        let s = publish()
         for handler in handlers {
             handler(.pedometer(s))
             handler(.activity(.stationary, time: wall))
@@ -169,15 +175,18 @@ public final class Engine: HardwareStepSink, BarometerSink, @unchecked Sendable 
     public func receive(pressure: PressureReading) {
         queue.async { [self] in
             if floors == nil { floors = FloorCounter() }
-            let before = (floors?.ascended ?? 0) + (floors?.descended ?? 0)
+            let before = (up: floors?.ascended ?? 0, down: floors?.descended ?? 0)
             floors?.update(time: pressure.time, pressureKilopascal: pressure.kilopascal, walking: activity.state == .walking)
             barometer.lastKilopascal = pressure.kilopascal
-            publish()
+            let s = publish()
             // A floor is news for PEDOMETER watchers (and the history) even when no step follows it.
-            if (floors?.ascended ?? 0) + (floors?.descended ?? 0) != before {
+            let added = (up: (floors?.ascended ?? 0) - before.up, down: (floors?.descended ?? 0) - before.down)
+            if added != (0, 0) {
                 logger.debug("barometer: floors \(floors?.ascended ?? 0) up, \(floors?.descended ?? 0) down, at \(String(format: "%.1f", floors?.relativeAltitudeMeters ?? 0)) m")
-                let s = snapshot
-                for handler in eventHandlers.withLockedValue({ $0 }) { handler(.pedometer(s)) }
+                for handler in eventHandlers.withLockedValue({ $0 }) {
+                    handler(.floors(ascended: added.up, descended: added.down, time: lastSampleWall))
+                    handler(.pedometer(s))
+                }
             }
         }
     }
@@ -230,9 +239,9 @@ public final class Engine: HardwareStepSink, BarometerSink, @unchecked Sendable 
             cadence.reset()
             activity.reset()
             floors?.reset()
-            publish()
+            let s = publish()
             for handler in resetHandlers.withLockedValue({ $0 }) { handler(since) }
-            completion(snapshot)
+            completion(s)
         }
     }
 
@@ -277,6 +286,7 @@ public final class Engine: HardwareStepSink, BarometerSink, @unchecked Sendable 
     // MARK: Processing (on `queue`)
 
     private func process(_ samples: [Sample], arrivedAt arrival: Date) {
+        dispatchPrecondition(condition: .onQueue(queue))
         // Clocks advance only with samples the pipeline keeps: an impossible one (NaN, 1e300) says nothing.
         guard let last = samples.last(where: SamplePlausibility.isPlausible) else {
             pipeline.process(samples) { _ in }
@@ -305,14 +315,13 @@ public final class Engine: HardwareStepSink, BarometerSink, @unchecked Sendable 
             if activity.step(at: t) == .walking {
                 for handler in handlers { handler(.activity(.walking, time: wall(t))) }
             }
-            for handler in handlers { handler(.step(count: steps, time: wall(t))) }
+            for handler in handlers { handler(.step(count: steps, time: wall(t), strideMeters: stride.strideMeters)) }
         }
         let pause = activity.advance(to: last.time)
-        publish()
+        let s = publish()
         // The final figures of a walk go out before the word that it has stopped.
         if pause != nil || (!newSteps.isEmpty && last.time - lastPedometerPush >= 1) {
             lastPedometerPush = last.time
-            let s = snapshot
             for handler in handlers { handler(.pedometer(s)) }
         }
         if let (_, pauseStart) = pause {
@@ -340,6 +349,7 @@ public final class Engine: HardwareStepSink, BarometerSink, @unchecked Sendable 
     static let stallSeconds = 4.0
 
     private func stallTimerFired() {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard let lastStepWall, Date().timeIntervalSince(lastStepWall) >= Self.stallSeconds - 0.5 else { return }
         guard activity.state == .walking || cadence.stepsPerMinute(now: lastSampleTime) > 0 else { return }
         logger.debug("no step for \(Int(Self.stallSeconds)) s and no sample to say so: the walk ends here")
@@ -360,7 +370,10 @@ public final class Engine: HardwareStepSink, BarometerSink, @unchecked Sendable 
         }
     }
 
-    private func publish() {
+    /// Publishes the state for readers on other threads, and returns it for this queue's own events.
+    @discardableResult
+    private func publish() -> EngineSnapshot {
+        dispatchPrecondition(condition: .onQueue(queue))
         var s = EngineSnapshot()
         s.steps = steps
         s.since = since
@@ -395,5 +408,6 @@ public final class Engine: HardwareStepSink, BarometerSink, @unchecked Sendable 
         s.motion = lastMotion.flatMap { $0.gravity.magnitude.isFinite ? $0 : nil }
         s.hardwareSteps = latestHardwareSteps.withLockedValue { $0 }
         published.withLockedValue { $0 = s }
+        return s
     }
 }

@@ -52,8 +52,12 @@ public struct BarometerState: Sendable, Equatable {
 
 /// Something that happened on the processing queue that watchers may want pushed to them.
 public enum EngineEvent: Sendable {
-    /// A step: the running count after it and the wall-clock instant it happened.
-    case step(count: Int, time: Date)
+    /// A step: the running count after it, the wall-clock instant it happened, and its length (the stride
+    /// then: the distance it adds).
+    case step(count: Int, time: Date, strideMeters: Double)
+    /// The barometer counted floors: how many it added up and down since the last such event (or the reset),
+    /// at the wall-clock time of the newest sample.
+    case floors(ascended: Int, descended: Int, time: Date)
     /// A new position or a visit that began or ended (Location/LocationTracker.swift).
     case location(LocationEvent)
     /// Walking started or stopped.

@@ -11,6 +11,9 @@ import StepProtocol
 /// Its state belongs to the serial queue `stepd.mqtt`: engine events (from the processing queue), store
 /// results (from the store's queue) and libmosquitto's callbacks (from its network thread) only hop onto it.
 /// Nothing here runs on the processing queue or the server's event loop, and nothing blocks them.
+///
+/// `@unchecked Sendable`: its mutable state is owned by `queue` (checked with dispatchPrecondition at each
+/// entry); `status` is behind a lock and the rest is set once before `start` returns.
 public final class FleetPublisher: @unchecked Sendable {
     /// While walking, STEPS goes out at most this often (and once more when the walk ends).
     static let stepsIntervalSeconds = 5.0
@@ -23,6 +26,7 @@ public final class FleetPublisher: @unchecked Sendable {
 
     public let configuration: FleetConfiguration
     let topics: FleetTopics
+    private let finishedMinutes: FinishedMinutes
     private let store: StepStore
     private let engine: Engine
     private let logger: Logger
@@ -54,6 +58,7 @@ public final class FleetPublisher: @unchecked Sendable {
         self.configuration = configuration
         topics = FleetTopics(prefix: configuration.topicPrefix)
         self.store = store
+        finishedMinutes = FinishedMinutes(holdBackSeconds: store.configuration.stepHoldBackSeconds)
         self.engine = engine
         self.logger = logger
         published = NIOLockedValueBox(MQTTStatusMessage(state: "connecting", error: nil, broker: configuration.broker.description,
@@ -141,11 +146,13 @@ public final class FleetPublisher: @unchecked Sendable {
     }
 
     private func stepsChanged(_ snapshot: EngineSnapshot) {
+        dispatchPrecondition(condition: .onQueue(queue))
         // The walk's end carries its final figures: always sent.
         publishSteps(snapshot, forced: snapshot.activity != .walking)
     }
 
     private func publishSteps(_ snapshot: EngineSnapshot, forced: Bool) {
+        dispatchPrecondition(condition: .onQueue(queue))
         let now = Self.monotonicSeconds
         if forced {
             stepsThrottle.forced(now: now)
@@ -165,6 +172,7 @@ public final class FleetPublisher: @unchecked Sendable {
     }
 
     private func positionChanged(_ fix: Fix) {
+        dispatchPrecondition(condition: .onQueue(queue))
         latestPosition = fix
         let now = Self.monotonicSeconds
         switch positionThrottle.offer(now: now) {
@@ -194,7 +202,8 @@ public final class FleetPublisher: @unchecked Sendable {
     // MARK: The outbox
 
     private func startOutbox() {
-        store.startOutbox(markingSentThrough: FinishedMinutes.newest(at: Date())) { [self] result in
+        dispatchPrecondition(condition: .onQueue(queue))
+        store.startOutbox(markingSentThrough: finishedMinutes.newest(at: Date())) { [self] result in
             queue.async { [self] in
                 switch result {
                 case .success(let queued):
@@ -213,9 +222,10 @@ public final class FleetPublisher: @unchecked Sendable {
     /// Puts the minutes finished since the last time into the outbox (and visits the store could not take),
     /// then waits for the next minute to finish.
     private func seal() {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard !stopping else { return }
         storePendingVisits()
-        let newest = FinishedMinutes.newest(at: Date())
+        let newest = finishedMinutes.newest(at: Date())
         let device = configuration.deviceID
         store.sealMinutes(through: newest, encode: { minute, steps, distance, floors in
             FleetPayloads.minute(device: device, minute: minute, steps: steps, distanceMeters: distance, floors: floors)
@@ -228,7 +238,7 @@ public final class FleetPublisher: @unchecked Sendable {
                     setQueued(sealing.queued)
                     window.rowAdded()
                     pump()
-                    scheduleSeal(at: FinishedMinutes.nextDeadline(after: newest), retryStart: false)
+                    scheduleSeal(at: finishedMinutes.nextDeadline(after: newest), retryStart: false)
                 case .failure(let error):
                     logger.debug("mqtt: minutes not sealed: \(error); trying again in \(Self.storeRetrySeconds) s")
                     scheduleSeal(at: Date().addingTimeInterval(Self.storeRetrySeconds), retryStart: false)
@@ -252,6 +262,7 @@ public final class FleetPublisher: @unchecked Sendable {
     }
 
     private func storeVisit(key: String, time: Date, payload: String) {
+        dispatchPrecondition(condition: .onQueue(queue))
         unstoredVisits.append((key, time, payload))
         storePendingVisits()
     }
@@ -274,6 +285,7 @@ public final class FleetPublisher: @unchecked Sendable {
 
     /// Sends what the window has room for, reading more rows from the store when it runs dry.
     private func pump() {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard link == .connected, !stopping, let client else { return }
         while let row = window.next() {
             switch client.publish(topic: topics.topic(of: row.kind), payload: row.payload, qos: 1, retain: false) {
@@ -305,6 +317,7 @@ public final class FleetPublisher: @unchecked Sendable {
     }
 
     private func acknowledged(messageID: Int32) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard let id = window.acknowledged(messageID: messageID) else { return }
         lastAck = Date()
         acknowledged.append(id)
@@ -340,6 +353,7 @@ public final class FleetPublisher: @unchecked Sendable {
     // MARK: The link (hops from libmosquitto's thread)
 
     private func connected(_ code: Int32) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard !stopping else { return }
         guard code == 0 else {
             setLink(.disconnected("the broker refused the connection: \(MQTTClient.connackWords(code))"))
@@ -361,6 +375,7 @@ public final class FleetPublisher: @unchecked Sendable {
     }
 
     private func disconnected(_ reason: Int32) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard !stopping else { return }
         // libmosquitto reconnects by itself; until then nothing is handed to it.
         setLink(.disconnected("lost the connection: \(MQTTClient.words(reason))"))

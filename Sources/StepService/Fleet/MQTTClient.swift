@@ -4,6 +4,9 @@ import Foundation
 /// libmosquitto through the CMosquitto shim: one connection with its own network thread (libmosquitto's
 /// `loop_start`), which connects, keeps alive and reconnects by itself. Callbacks run on that thread; the
 /// owner hops to its own queue at once.
+///
+/// `@unchecked Sendable`: its only state, the libmosquitto handle, is set in `init` and freed in `deinit`;
+/// libmosquitto locks its own state for calls from the owner's queue and its network thread.
 final class MQTTClient: @unchecked Sendable {
     enum Failure: Error, CustomStringConvertible {
         case create

@@ -8,7 +8,7 @@ extension Engine: FixSink {
     public func receive(fix: Fix) {
         queue.async { [self] in
             let before = locationTracker.state
-            let events = locationTracker.receive(fix, steps: snapshot.steps)
+            let events = locationTracker.receive(fix, steps: steps)
             logGPSTransition(from: before)
             publishLocation()
             if let stretch = locationTracker.takeCompletedStretch() {
@@ -78,6 +78,7 @@ extension Engine: FixSink {
     }
 
     private func publishLocation() {
+        dispatchPrecondition(condition: .onQueue(queue))
         let snapshot = locationTracker.snapshot
         publishedLocation.withLockedValue { $0 = snapshot }
     }

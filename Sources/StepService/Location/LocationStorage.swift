@@ -7,6 +7,16 @@ public enum LocationRecord: Sendable {
     case visit(Visit)
 }
 
+extension LocationRecord {
+    /// What the store keeps of it.
+    var storeWrite: StoreWrite {
+        switch self {
+        case .trackPoint(let point): return .trackPoint(StoredTrackPoint(point))
+        case .visit(let visit): return .visit(StoredVisit(visit))
+        }
+    }
+}
+
 extension StoredTrackPoint {
     public init(_ point: TrackPoint) {
         self.init(time: point.time, latitudeDegrees: point.coordinate.latitudeDegrees,

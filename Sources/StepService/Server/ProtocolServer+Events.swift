@@ -9,7 +9,7 @@ extension ProtocolServer {
     func broadcast(_ event: EngineEvent) {
         loop.assertInEventLoop()
         switch event {
-        case .step(let count, let time):
+        case .step(let count, let time, _):
             send(Wire.line(StepMessage(steps: count, time: Timestamp.string(time))), to: .step)
         case .activity(let state, let time):
             send(Wire.line(ActivityMessage(state: state.rawValue, time: Timestamp.string(time))), to: .activity)
@@ -18,6 +18,8 @@ extension ProtocolServer {
             send(data, to: watchClass)
         case .pedometer(let snapshot):
             send(Wire.line(Replies.steps(snapshot, id: nil, asClass: "PEDOMETER")), to: .pedometer)
+        case .floors:
+            break   // PEDOMETER, which follows, carries the totals
         case .motion(let estimate, let time, let sampleTime):
             for session in sessions.values where session.watched.contains(.motion) {
                 // Thin the 60 Hz stream to the rate asked for; the small slack keeps 60 Hz exact despite rounding.

@@ -1,0 +1,58 @@
+import Foundation
+import Logging
+import StepProtocol
+
+/// The engine and the store joined: a start continues the count, the path and the visits the store saved,
+/// and from then on every step, floor, reset, track point and visit the engine reports is recorded. The
+/// daemon calls `start` once, after it has taken the state directory's lock and before the sources start.
+public enum EngineRecording {
+    public static func start(engine: Engine, store: StepStore, logger: Logger) {
+        let fresh = StepStore.Counter(steps: 0, since: engine.snapshot.since)
+        // A store away at start comes back with the count it saved: STEPS goes on from the sum, handed back
+        // through the processing queue so that it reaches the store in order with the steps.
+        store.onSavedCounter = { [store, engine] saved in
+            engine.add(savedSteps: saved.steps, since: saved.since) { steps, since in
+                store.record(.counter(StepStore.Counter(steps: steps, since: since)))
+            }
+        }
+        let counter = store.open(fresh: fresh)
+        if counter != fresh {
+            engine.restore(steps: counter.steps, since: counter.since)
+            logger.notice("continuing from \(counter.steps) steps since \(Timestamp.string(counter.since))")
+        }
+        restoreLocation(engine: engine, store: store, logger: logger)
+        engine.onLocationRecord { [store] record in store.record(record.storeWrite) }
+        engine.onEvent { [store] event in
+            switch event {
+            case let .step(count, time, strideMeters):
+                store.record(.step(count: count, time: time, distanceMeters: strideMeters))
+            case let .floors(ascended, _, time) where ascended > 0:
+                store.record(.floors(ascended: ascended, time: time))
+            case .activity(.stationary, _):
+                // The walk's last steps are not followed by another that would carry them to the disk.
+                store.flush()
+            default:
+                break
+            }
+        }
+        engine.onReset { [store] since in store.record(.reset(since: since)) }
+        store.startCommitting()
+    }
+
+    /// The path (its last day at 1 Hz) and the visits saved by earlier runs. A stay that was still going on
+    /// when the daemon stopped ends at the last point saved within it: this run cannot know it went on.
+    private static func restoreLocation(engine: Engine, store: StepStore, logger: Logger) {
+        let limits = engine.configuration.location
+        guard let stored = try? store.latestTrackPoints(limit: limits.track.maximumPoints),
+              var visits = try? store.latestVisits(limit: limits.visits.maximumVisits) else { return }
+        if let open = visits.indices.last, visits[open].departure == nil {
+            let last = stored.last { $0.time >= visits[open].arrival }?.time ?? visits[open].arrival
+            visits[open].departure = last
+            store.record(.visit(visits[open]))
+        }
+        engine.restoreLocation(points: stored.map(\.fix), visits: visits.map(\.visit))
+        if !stored.isEmpty || !visits.isEmpty {
+            logger.info("continuing the track from \(stored.count) saved points and \(visits.count) visits")
+        }
+    }
+}

@@ -1,0 +1,188 @@
+import Foundation
+import GRDB
+import NIOConcurrencyHelpers
+
+/// The GRDB side of the store: opens the SQLite file (WAL), writes batches, prunes, and notices a file that is
+/// no longer the one at its path. It decides nothing about when (CommitPolicy) and reports every failure as a
+/// StoreError for StepStore to publish. Used only on the store's queue, except `interrupt`.
+final class StoreWriter {
+    let directory: String
+    let path: String
+
+    // Owned by the store's queue; `interruptible` is the same pool for `interrupt()` from any thread.
+    private(set) var database: DatabasePool? {
+        didSet { interruptible.withLockedValue { $0 = database } }
+    }
+    private let interruptible = NIOLockedValueBox<DatabasePool?>(nil)
+    private var identity: StoreFileIdentity?
+
+    init(directory: String, path: String) {
+        self.directory = directory
+        self.path = path
+    }
+
+    /// Opens (creating the directory and the file, migrating the schema).
+    func open() throws(StoreError) {
+        if let damage = WriteAheadLog.damage(at: path + "-wal") {
+            throw .damagedLog(path: path + "-wal", reason: damage)
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o750])
+        } catch {
+            throw .cannotCreateDirectory(path: directory, reason: StepStore.reason(error))
+        }
+        // SQLite opens a read-only file without complaint and fails only at the first write; a connection
+        // opened then stays read-only after a remount, so it is not opened until the place is writable.
+        for place in [directory, path] where access(place, W_OK) != 0 && errno != ENOENT {
+            throw .cannotWrite(path: path, reason: "\(place): \(String(cString: strerror(errno)))")
+        }
+        var config = GRDB.Configuration()
+        config.journalMode = .wal
+        config.label = "stepd.store"
+        config.busyMode = .timeout(5)
+        config.prepareDatabase { db in
+            // In WAL mode NORMAL keeps every committed transaction across a crash of the process (the WAL is
+            // in the page cache) and syncs only at checkpoints, sparing the SD card of a small board.
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            // Each commit writes the pages it touched (a minute bin's and the counter's) to the WAL: small
+            // pages make that 2 KiB rather than 8 KiB twice a second of walking. Takes effect on a new file.
+            try db.execute(sql: "PRAGMA page_size = 1024")
+        }
+        do {
+            let db = try DatabasePool(path: path, configuration: config)
+            try StoreSchema.migrator.migrate(db)
+            guard case .success(let opened) = StoreFileIdentity.of(path: path) else {
+                try? db.close()
+                throw StoreError.cannotOpen(path: path, reason: "the file vanished as it was opened")
+            }
+            database = db
+            identity = opened
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw .cannotOpen(path: path, reason: StepStore.reason(error))
+        }
+    }
+
+    /// Gives up a database whose file is no longer the one at the path, and says why; nil while it is.
+    func checkFile() -> StoreFileProblem? {
+        guard database != nil, let identity else { return nil }
+        switch StoreFileIdentity.of(path: path) {
+        case .success(let now) where now == identity: return nil
+        case .success: drop(); return .replaced
+        case .failure(let why): drop(); return why
+        }
+    }
+
+    /// Writes `batch` in one transaction. On failure the database is given up (a connection that met a
+    /// read-only file or a full disk may keep failing after the cause is gone) and reopened later.
+    func write(_ batch: PendingWrites) throws(StoreError) {
+        guard let database else { throw .unavailable(reason: "the history database is not open") }
+        do {
+            do {
+                try database.write { db in try Self.write(batch, into: db) }
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_INTERRUPT {
+                // close() interrupts the whole pool to stop the readers; a commit caught in it runs again.
+                try database.write { db in try Self.write(batch, into: db) }
+            }
+        } catch {
+            drop()
+            throw .cannotWrite(path: path, reason: StepStore.reason(error))
+        }
+    }
+
+    /// The saved counter, or nil in a new database.
+    func readCounter() throws(StoreError) -> StepStore.Counter? {
+        guard let database else { return nil }
+        do {
+            return try database.read(Self.counter)
+        } catch {
+            throw .cannotRead(path: path, reason: StepStore.reason(error))
+        }
+    }
+
+    /// The saved counter of a file that cannot be opened for writing, or nil.
+    func readOnlyCounter() -> StepStore.Counter? {
+        guard FileManager.default.fileExists(atPath: path), WriteAheadLog.damage(at: path + "-wal") == nil else { return nil }
+        var config = GRDB.Configuration()
+        config.readonly = true
+        guard let db = try? DatabaseQueue(path: path, configuration: config) else { return nil }
+        defer { try? db.close() }
+        return try? db.read(Self.counter)
+    }
+
+    /// Drops history older than `cutoff`; returns the rows removed.
+    func prune(olderThan cutoff: Date) throws(StoreError) -> Int {
+        guard let database else { return 0 }
+        do {
+            return try database.write { db -> Int in
+                try db.execute(sql: "DELETE FROM minute_bin WHERE minute < ?", arguments: [PendingWrites.minute(of: cutoff)])
+                var count = db.changesCount
+                try db.execute(sql: "DELETE FROM track_point WHERE time < ?", arguments: [cutoff.timeIntervalSince1970])
+                count += db.changesCount
+                try db.execute(sql: "DELETE FROM visit WHERE coalesce(departure, arrival) < ?",
+                               arguments: [cutoff.timeIntervalSince1970])
+                return count + db.changesCount
+            }
+        } catch {
+            throw .cannotWrite(path: path, reason: StepStore.reason(error))
+        }
+    }
+
+    /// Stops the reads in flight at their next statement or row (SQLite's interrupt); from any thread.
+    func interrupt() {
+        interruptible.withLockedValue { $0 }?.interrupt()
+    }
+
+    /// Closes the file for good (a clean stop).
+    func close() throws {
+        defer { database = nil; identity = nil }
+        try database?.close()
+    }
+
+    private func drop() {
+        let lost = database
+        database = nil
+        identity = nil
+        try? lost?.close()
+    }
+
+    private static func counter(_ db: Database) throws -> StepStore.Counter? {
+        try Row.fetchOne(db, sql: "SELECT steps, since FROM counter WHERE id = 1").map {
+            StepStore.Counter(steps: $0[0], since: Date(timeIntervalSince1970: $0[1]))
+        }
+    }
+
+    private static func write(_ batch: PendingWrites, into db: Database) throws {
+        for (minute, delta) in batch.minutes {
+            try db.execute(sql: """
+                INSERT INTO minute_bin (minute, steps, distance_m, floors) VALUES (?, ?, ?, ?)
+                ON CONFLICT(minute) DO UPDATE SET steps = steps + excluded.steps,
+                    distance_m = distance_m + excluded.distance_m,
+                    floors = CASE WHEN excluded.floors IS NULL THEN floors
+                                  ELSE coalesce(floors, 0) + excluded.floors END
+                """, arguments: [minute, delta.steps, delta.distanceMeters, delta.floors])
+        }
+        if let counter = batch.counter {
+            try db.execute(sql: """
+                INSERT INTO counter (id, steps, since, updated) VALUES (1, ?, ?, ?)
+                ON CONFLICT(id) DO UPDATE SET steps = excluded.steps, since = excluded.since, updated = excluded.updated
+                """, arguments: [counter.steps, counter.since.timeIntervalSince1970, Date().timeIntervalSince1970])
+        }
+        for p in batch.trackPoints {
+            try db.execute(sql: """
+                INSERT INTO track_point (time, latitude_deg, longitude_deg, altitude_msl_m, eph_m, mode, satellites_used)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [p.time.timeIntervalSince1970, p.latitudeDegrees, p.longitudeDegrees,
+                                 p.altitudeMSLMeters, p.ephMeters, p.mode, p.satellitesUsed])
+        }
+        for v in batch.visits.values {
+            try db.execute(sql: """
+                INSERT OR REPLACE INTO visit (arrival, departure, latitude_deg, longitude_deg, radius_m, fix_count)
+                VALUES (?, ?, ?, ?, ?, ?)
+                """, arguments: [v.arrival.timeIntervalSince1970, v.departure?.timeIntervalSince1970,
+                                 v.latitudeDegrees, v.longitudeDegrees, v.radiusMeters, v.fixCount])
+        }
+    }
+}

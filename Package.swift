@@ -1,5 +1,9 @@
 // swift-tools-version:5.9
-// The targets read as the pipeline: C shims → acquisition → processing → service → clients.
+// The targets read as the pipeline: C shims → acquisition → processing → service → clients. What depends on what:
+//   StepAcquisition → StepProcessing, CIIO, CGPS, CZlib      (sources: replay, IIO, gpsd)
+//   StepService     → StepProcessing, StepProtocol, CMosquitto (engine, server, store, fleet; no libiio, no libgps)
+//   stepd           → StepAcquisition, StepService            (wires the chosen source to the engine)
+//   stepctl, stepd-web → StepProtocol                          (clients of the socket)
 import PackageDescription
 
 // The release daemon is linked for memory (docs/iio.md, "Memory"): the Swift runtime and Foundation linked in
@@ -44,7 +48,8 @@ let package = Package(
         .target(name: "CGPS", path: "Sources/CGPS", linkerSettings: [.linkedLibrary("gps")]),
         .target(name: "CMosquitto", path: "Sources/CMosquitto", linkerSettings: [.linkedLibrary("mosquitto")]),
 
-        // Pure logic, no I/O: samples, resampling, filters, step detectors, geodesy.
+        // Pure logic, no I/O: samples, resampling, filters, step detectors, geodesy, position tracking, and the
+        // sink protocols through which sources hand their data to the engine.
         .target(name: "StepProcessing", path: "Sources/StepProcessing"),
         // Where samples and fixes come from: replay files, IIO accelerometers, gpsd.
         .target(name: "StepAcquisition", dependencies: [
@@ -52,9 +57,9 @@ let package = Package(
         ], path: "Sources/StepAcquisition"),
         // The wire protocol's messages, shared by the daemon and its clients.
         .target(name: "StepProtocol", path: "Sources/StepProtocol"),
-        // The daemon's engine: the processing queue, the socket server, the MQTT publisher (Fleet/).
+        // The daemon's engine: the processing queue, the socket server, the store, the MQTT publisher (Fleet/).
         .target(name: "StepService", dependencies: [
-            "StepProcessing", "StepAcquisition", "StepProtocol", "CMosquitto",
+            "StepProcessing", "StepProtocol", "CMosquitto",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -63,7 +68,7 @@ let package = Package(
         ], path: "Sources/StepService"),
 
         .executableTarget(name: "stepd", dependencies: [
-            "StepService",
+            "StepAcquisition", "StepService",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/stepd", exclude: ["stepd.order"], linkerSettings: [

@@ -8,16 +8,10 @@
 
 struct cgps_session {
     struct gps_data_t data;
-    // gps_read copies the report's JSON here (API >= 7); the class name tells a TPV from the rest,
-    // because gps_data_t.set accumulates bits across reports.
+    // gps_read copies the report's JSON here (API >= 7), for the caller to tell a TPV from the rest
+    // (gps_data_t.set accumulates bits across reports, so it cannot).
     char message[8192];
 };
-
-void cgps_api_version(int *major, int *minor)
-{
-    *major = GPSD_API_MAJOR_VERSION;
-    *minor = GPSD_API_MINOR_VERSION;
-}
 
 static const char *failure_text(int code)
 {
@@ -65,7 +59,7 @@ static double finite_or_nan(double value)
     return isfinite(value) ? value : NAN;
 }
 
-int cgps_read(cgps_session *session, cgps_fix *fix, const char **error)
+int cgps_read(cgps_session *session, const char **message, const char **error)
 {
     errno = 0;
     session->message[0] = '\0';
@@ -82,19 +76,18 @@ int cgps_read(cgps_session *session, cgps_fix *fix, const char **error)
         *error = "connection closed by gpsd";
         return -1;
     }
-    if (strstr(session->message, "\"class\":\"TPV\"") == NULL) return 0;
+    *message = session->message;
+    return 1;
+}
 
+void cgps_last_fix(const cgps_session *session, cgps_fix *fix)
+{
     const struct gps_data_t *d = &session->data;
     const struct gps_fix_t *f = &d->fix;
     memset(fix, 0, sizeof *fix);
     fix->time_sec = (int64_t)f->time.tv_sec;
     fix->time_nsec = (int64_t)f->time.tv_nsec;
     fix->mode = f->mode;
-#if GPSD_API_MAJOR_VERSION >= 10
-    fix->status = f->status;
-#else
-    fix->status = d->status;
-#endif
     fix->latitude_deg = finite_or_nan(f->latitude);
     fix->longitude_deg = finite_or_nan(f->longitude);
 #if GPSD_API_MAJOR_VERSION >= 9
@@ -110,7 +103,6 @@ int cgps_read(cgps_session *session, cgps_fix *fix, const char **error)
     fix->track_deg = finite_or_nan(f->track);
     fix->climb_mps = finite_or_nan(f->climb);
     fix->satellites_used = d->satellites_used;
-    return 1;
 }
 
 void cgps_close(cgps_session *session)

@@ -3,12 +3,6 @@
 #include <errno.h>
 #include <string.h>
 
-void ciio_library_version(unsigned int *major, unsigned int *minor)
-{
-    char tag[8];
-    iio_library_get_version(major, minor, tag);
-}
-
 struct iio_context *ciio_create_context(const char *uri, int *error_out)
 {
     struct iio_context *ctx = iio_create_context_from_uri(uri);
@@ -44,31 +38,6 @@ int64_t ciio_channel_convert_integer(const struct iio_channel *chn, const void *
     }
 }
 
-ssize_t ciio_device_attr_read(const struct iio_device *dev, const char *attr, char *dst, size_t len)
-{
-    return iio_device_attr_read(dev, attr, dst, len);
-}
-
-ssize_t ciio_device_attr_write(const struct iio_device *dev, const char *attr, const char *src)
-{
-    return iio_device_attr_write(dev, attr, src);
-}
-
-ssize_t ciio_device_buffer_attr_read(const struct iio_device *dev, const char *attr, char *dst, size_t len)
-{
-    return iio_device_buffer_attr_read(dev, attr, dst, len);
-}
-
-ssize_t ciio_channel_attr_read(const struct iio_channel *chn, const char *attr, char *dst, size_t len)
-{
-    return iio_channel_attr_read(chn, attr, dst, len);
-}
-
-ssize_t ciio_channel_attr_write(const struct iio_channel *chn, const char *attr, const char *src)
-{
-    return iio_channel_attr_write(chn, attr, src);
-}
-
 struct iio_buffer *ciio_device_create_buffer(const struct iio_device *dev, size_t samples, int *error_out)
 {
     struct iio_buffer *buf = iio_device_create_buffer(dev, samples, false);
@@ -76,27 +45,3 @@ struct iio_buffer *ciio_device_create_buffer(const struct iio_device *dev, size_
     return buf;
 }
 
-ssize_t ciio_buffer_refill(struct iio_buffer *buf)
-{
-    return iio_buffer_refill(buf);
-}
-
-const uint8_t *ciio_buffer_first(const struct iio_buffer *buf, const struct iio_channel *chn)
-{
-    return iio_buffer_first(buf, chn);
-}
-
-ptrdiff_t ciio_buffer_step(const struct iio_buffer *buf)
-{
-    return iio_buffer_step(buf);
-}
-
-const uint8_t *ciio_buffer_end(const struct iio_buffer *buf)
-{
-    return iio_buffer_end(buf);
-}
-
-void ciio_strerror(int error, char *dst, size_t len)
-{
-    iio_strerror(error, dst, len);
-}

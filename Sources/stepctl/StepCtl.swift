@@ -8,7 +8,7 @@ struct StepCtl: ParsableCommand {
         commandName: "stepctl",
         abstract: "Query and control the stepd daemon.",
         discussion: "Global options (--socket, --json) may come before or after the command.",
-        version: "0.1.0",
+        version: stepdRelease,
         subcommands: [Status.self, Steps.self, Reset.self, Watch.self, Graph.self, Summary.self, History.self,
                       Position.self, Track.self, Visits.self])
 

@@ -12,7 +12,8 @@ struct StepdWeb: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stepd-web",
         abstract: "Serve stepd's dashboard (pedometer, charts, map, seismometer) over HTTP.",
-        discussion: "Read-only unless started with --token-file; then POST /api/reset needs the token. See docs/web.md.")
+        discussion: "Read-only unless started with --token-file; then POST /api/reset needs the token. See docs/web.md.",
+        version: stepdRelease)
 
     @Option(help: ArgumentHelp("Address and port to listen on; 0.0.0.0:8947 or [::]:8947 for the local network.",
                                valueName: "host:port"))

@@ -6,6 +6,8 @@ import StepProtocol
 /// Analyses recordings on `jobs` threads, each taking the next file (largest first, so that a long one does
 /// not start last), and reports them in the order given, each as soon as it and those before it are done. On
 /// a terminal, a progress line on standard error says the files done, samples a second and the time left.
+///
+/// `@unchecked Sendable`: every mutable field is read and written under `condition`'s lock.
 final class AnalysisRunner: @unchecked Sendable {
     enum Outcome {
         case success(AnalysisResult)

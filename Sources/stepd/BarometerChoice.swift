@@ -9,8 +9,8 @@ import StepService
 enum BarometerChoice {
     /// Starts the barometer for `source` feeding `engine`; returns it for stopping, or nil when there is
     /// none to stop (then STATUS says why).
-    static func start(for source: SampleSource, options: IIOOptions, engine: Engine, logger: Logger) -> IIOBarometerSource? {
-        if let replay = source as? ReplaySource {
+    static func start(for source: SourceChoice.Chosen, options: IIOOptions, engine: Engine, logger: Logger) -> IIOBarometerSource? {
+        if case .replay(let replay) = source {
             if replay.pressurePath == nil {
                 let names = PressureFile.candidates(besideRecording: replay.path).map { ($0 as NSString).lastPathComponent }
                 engine.barometerIdentified(kind: "none", description: "", rateHz: nil)

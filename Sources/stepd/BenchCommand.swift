@@ -100,18 +100,25 @@ struct Bench: ParsableCommand {
     struct LatencyProbe {
         let kind: StepDetectorKind
         var pipeline: StepPipeline
+        /// The peak detector, kept typed: its walking state tells a bout's closing step from the others.
+        var peak: PeakStepDetector?
         var single: [Double] = [], batched: [Double] = [], closing: [Double] = []
         var reported: [Double] = []
 
         init(kind: StepDetectorKind) {
             self.kind = kind
-            pipeline = StepPipeline(detector: kind.make(sampleRateHz: 60))
+            (pipeline, peak) = Self.makePipeline(kind)
         }
 
-        mutating func startTrace() { pipeline = StepPipeline(detector: kind.make(sampleRateHz: 60)) }
+        mutating func startTrace() { (pipeline, peak) = Self.makePipeline(kind) }
+
+        private static func makePipeline(_ kind: StepDetectorKind) -> (StepPipeline, PeakStepDetector?) {
+            guard kind == .peak else { return (StepPipeline(detector: kind.make(sampleRateHz: 60)), nil) }
+            let peak = PeakStepDetector(sampleRateHz: 60)
+            return (StepPipeline(detector: peak), peak)
+        }
 
         mutating func feed(_ samples: [Sample]) {
-            let peak = pipeline.detector as? PeakStepDetector
             for sample in samples {
                 let wasWalking = peak?.isWalking ?? false
                 reported.removeAll(keepingCapacity: true)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import StepAcquisition
+import StepProcessing
 import StepService
 
 /// The daemon's position options: where gpsd is, and how the track and visits are built.

@@ -83,7 +83,7 @@ struct Run: ParsableCommand {
         }
     }
 
-    private func serve(source: SampleSource, engine: Engine, gpsSource: GPSDSource?, fleet fleetConfiguration: FleetConfiguration?,
+    private func serve(source: SourceChoice.Chosen, engine: Engine, gpsSource: GPSDSource?, fleet fleetConfiguration: FleetConfiguration?,
                        demoState: DemoStateDirectory?, logger: Logger) throws {
         let runtime = ServiceRuntime(options: service, engine: engine, logger: logger)
         runtime.openStore()
@@ -110,7 +110,7 @@ struct Run: ParsableCommand {
             if let passed { try server.start(adoptingListeningSocket: passed.descriptor) } else { try server.start() }
         } catch { throw StartFailure.serving(error) }
 
-        engine.attach(source: source)
+        engine.attach(source: source.source)
         source.start(sink: engine)
         let barometer = BarometerChoice.start(for: source, options: iio, engine: engine, logger: logger)
         gpsSource?.start(sink: engine)
@@ -122,7 +122,7 @@ struct Run: ParsableCommand {
         runtime.notifyReady(server: server)
 
         ShutdownHandler.whenSignalled {
-            source.stop()
+            source.source.stop()
             barometer?.stop()
             gpsSource?.stop()
             fleet?.stop()
@@ -134,7 +134,7 @@ struct Run: ParsableCommand {
 
     /// The accelerometer, or the recording asked for (SourceChoice.swift); a recording that cannot be read
     /// says why, with 66 for a file that is not there or not readable and 65 for one that is not a recording.
-    private func chooseSource(logger: Logger) throws -> SampleSource {
+    private func chooseSource(logger: Logger) throws -> SourceChoice.Chosen {
         do {
             return try SourceChoice(demo: demo, replay: replay, speed: speed, loop: loop,
                                     device: iio.device, iioURI: iio.iioURI,

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import StepAcquisition
+import StepProcessing
 
 /// Which accelerometer source the daemon reads. A pedometer must never invent steps, so a recording plays
 /// only when asked for:
@@ -17,18 +18,40 @@ struct SourceChoice {
     /// False with --no-barometer: a recording's pressure file is then left unread too.
     var barometer = true
 
-    func makeSource(logger: Logger) throws -> SampleSource {
+    /// The source chosen, by kind: what else the daemon does depends on which it is (a replay brings its own
+    /// pressure file; an accelerometer may not be there yet).
+    enum Chosen {
+        case replay(ReplaySource)
+        case accelerometer(IIOAccelerometerSource)
+
+        var source: SampleSource {
+            switch self {
+            case .replay(let replay): return replay
+            case .accelerometer(let iio): return iio
+            }
+        }
+
+        /// Starts reading into the engine; a replay's pressure file goes to the same engine as its barometer.
+        func start(sink: SampleSink & BarometerSink) {
+            switch self {
+            case .replay(let replay): replay.start(sink: sink, barometer: sink)
+            case .accelerometer(let iio): iio.start(sink: sink)
+            }
+        }
+    }
+
+    func makeSource(logger: Logger) throws -> Chosen {
         if demo {
             let candidates = DefaultRecording.candidates()
             guard let bundled = candidates.first(where: { FileManager.default.isReadableFile(atPath: $0) }) else {
                 throw RecordingError.missing(path: candidates.first ?? DefaultRecording.fileName)
             }
             logger.debug("source choice: --demo: the bundled recording \(bundled), in a loop at speed \(speed)")
-            return try ReplaySource(path: bundled, speed: speed, loop: true, demo: true, pressure: barometer)
+            return .replay(try ReplaySource(path: bundled, speed: speed, loop: true, demo: true, pressure: barometer))
         }
         if let replay, device == nil, iioURI == nil {
             logger.debug("source choice: --replay \(replay) at speed \(speed)\(loop ? ", in a loop" : "")")
-            return try ReplaySource(path: replay, speed: speed, loop: loop, pressure: barometer)
+            return .replay(try ReplaySource(path: replay, speed: speed, loop: loop, pressure: barometer))
         }
         if replay != nil { logger.debug("source choice: --replay ignored: an accelerometer was named") }
         let uri = iioURI ?? "local:"
@@ -36,13 +59,14 @@ struct SourceChoice {
         let which = device.map { "'\($0)'" } ?? "found first"
         let found = source.foundDevice ? "\(source.description), \(source.kind)" : "none yet, waiting for one"
         logger.debug("source choice: the IIO accelerometer \(which) through \(uri): \(found)")
-        return source
+        return .accelerometer(source)
     }
 
     /// The start banner's first line.
-    static func banner(for source: SampleSource) -> String {
+    static func banner(for chosen: Chosen) -> String {
+        let source = chosen.source
         if source.isDemo { return "stepd: demo: counting steps from \(source.description) (its history is not saved)" }
-        if let iio = source as? IIOAccelerometerSource, !iio.foundDevice {
+        if case .accelerometer(let iio) = chosen, !iio.foundDevice {
             return "stepd: no accelerometer yet: waiting for one to appear (stepd --demo plays a recording)"
         }
         return "stepd: counting steps from \(source.description)"

@@ -5,15 +5,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/// The libgps API this shim was compiled against (GPSD_API_MAJOR_VERSION.MINOR).
-void cgps_api_version(int *major, int *minor);
-
 /// One TPV report from gpsd, flattened. Doubles are NaN when gpsd did not send the field.
 typedef struct cgps_fix {
     int64_t time_sec;        // fix time, Unix seconds (0: gpsd sent no time)
     int64_t time_nsec;
     int mode;                // 0 not seen, 1 no fix, 2 2D, 3 3D (gpsd's MODE_*)
-    int status;              // gpsd's STATUS_* (fix.status from API 10, gps_data_t.status before)
     double latitude_deg;
     double longitude_deg;
     double alt_msl_m;        // altMSL from API 9, the old `altitude` before
@@ -36,9 +32,12 @@ cgps_session *cgps_open(const char *host, const char *port, const char **error);
 /// Waits up to timeout_us for data. Returns 1 when data is ready, 0 on timeout, -1 when the link failed.
 int cgps_wait(cgps_session *session, int timeout_us);
 
-/// Reads one report. Returns 1 and fills *fix when the report was a TPV, 0 for any other report,
+/// Reads one report. Returns 1 and points *message at the report's JSON (valid until the next read),
 /// -1 when the connection failed or closed (then *error says why).
-int cgps_read(cgps_session *session, cgps_fix *fix, const char **error);
+int cgps_read(cgps_session *session, const char **message, const char **error);
+
+/// The fix as libgps holds it after the last report read (meaningful after a TPV).
+void cgps_last_fix(const cgps_session *session, cgps_fix *fix);
 
 void cgps_close(cgps_session *session);
 

@@ -1,4 +1,6 @@
 // Thin shim over libiio: plain functions and structs for the Swift acquisition layer. No logic here.
+// Swift calls libiio (iio.h, included here) directly where a call needs no translation; the shim keeps only
+// what hides a C detail: errno captured next to the call that set it, a struct flattened, a typed conversion.
 #ifndef CIIO_H
 #define CIIO_H
 
@@ -6,9 +8,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
-
-/// libiio's own version, as the library reports it at run time.
-void ciio_library_version(unsigned int *major, unsigned int *minor);
 
 /// A context for `uri` ("local:", "ip:HOST", ...); NULL with *error_out set to errno on failure.
 struct iio_context *ciio_create_context(const char *uri, int *error_out);
@@ -32,25 +31,7 @@ void ciio_channel_scan_format(const struct iio_channel *chn, struct ciio_scan_fo
 /// extension) and widened to 64 bits. Storage wider than 64 bits is not an accelerometer's: returns 0.
 int64_t ciio_channel_convert_integer(const struct iio_channel *chn, const void *src);
 
-/// Attribute access returning a negative errno on failure; strings are NUL-terminated in `dst`.
-ssize_t ciio_device_attr_read(const struct iio_device *dev, const char *attr, char *dst, size_t len);
-ssize_t ciio_device_attr_write(const struct iio_device *dev, const char *attr, const char *src);
-ssize_t ciio_device_buffer_attr_read(const struct iio_device *dev, const char *attr, char *dst, size_t len);
-ssize_t ciio_channel_attr_read(const struct iio_channel *chn, const char *attr, char *dst, size_t len);
-ssize_t ciio_channel_attr_write(const struct iio_channel *chn, const char *attr, const char *src);
-
 /// A buffer of `samples` scans; NULL with *error_out set to errno on failure (EBUSY: another reader).
 struct iio_buffer *ciio_device_create_buffer(const struct iio_device *dev, size_t samples, int *error_out);
-
-/// Blocks until the buffer is full; bytes read or a negative errno (-ETIMEDOUT, -EBADF after cancel).
-ssize_t ciio_buffer_refill(struct iio_buffer *buf);
-
-/// Where a channel's first element is in the refilled buffer, the scan stride and the end.
-const uint8_t *ciio_buffer_first(const struct iio_buffer *buf, const struct iio_channel *chn);
-ptrdiff_t ciio_buffer_step(const struct iio_buffer *buf);
-const uint8_t *ciio_buffer_end(const struct iio_buffer *buf);
-
-/// libiio's message for an errno value.
-void ciio_strerror(int error, char *dst, size_t len);
 
 #endif

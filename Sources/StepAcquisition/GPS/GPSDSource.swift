@@ -4,62 +4,10 @@ import Foundation
 import Logging
 import StepProcessing
 
-/// Where the link to gpsd stands, as the source sees it.
-public enum GPSConnectionState: Equatable, Sendable {
-    case connected
-    case unavailable(reason: String)
-}
-
-/// Receives what the gpsd source produces, from the source's own thread; the receiver hops to its queue.
-public protocol FixSink: AnyObject, Sendable {
-    func receive(fix: Fix)
-    func gpsConnectionChanged(_ state: GPSConnectionState)
-}
-
-/// Why an address for gpsd was refused.
-public enum GPSDAddressError: Error, Equatable, CustomStringConvertible {
-    case malformed(String)
-
-    public var description: String {
-        switch self {
-        case .malformed(let text): return "gpsd address \"\(text)\" is not HOST:PORT (e.g. localhost:2947)"
-        }
-    }
-}
-
-/// gpsd's address, `HOST:PORT` (IPv6 hosts in brackets).
-public struct GPSDAddress: Sendable, Equatable, CustomStringConvertible {
-    public static let defaultPort = "2947"
-    public var host: String
-    public var port: String
-
-    public init(host: String = "localhost", port: String = GPSDAddress.defaultPort) {
-        self.host = host
-        self.port = port
-    }
-
-    public init(parsing text: String) throws {
-        var host = text
-        var port = GPSDAddress.defaultPort
-        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
-            host = String(text[text.index(after: text.startIndex)..<close])
-            let rest = text[text.index(after: close)...]
-            if rest.hasPrefix(":") { port = String(rest.dropFirst()) } else if !rest.isEmpty { throw GPSDAddressError.malformed(text) }
-        } else if let colon = text.lastIndex(of: ":") {
-            host = String(text[..<colon])
-            port = String(text[text.index(after: colon)...])
-        }
-        guard !host.isEmpty, let number = Int(port), (1...65535).contains(number) else { throw GPSDAddressError.malformed(text) }
-        self.init(host: host, port: port)
-    }
-
-    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
-}
-
 /// Reads fixes from gpsd through libgps on a thread of its own (libgps reads block). When gpsd cannot
 /// be reached or the link drops, it retries after 2 s, doubling up to 30 s while gpsd stays away, and
 /// starts again at 2 s once a connection succeeds; it reports only changes of state, never each retry.
-public final class GPSDSource: @unchecked Sendable {
+public final class GPSDSource: Sendable {
     public struct Configuration: Sendable {
         public var address = GPSDAddress()
         public var firstRetrySeconds = 2.0
@@ -69,11 +17,7 @@ public final class GPSDSource: @unchecked Sendable {
 
     public let configuration: Configuration
     private let logger: Logger
-    private let lock = NSLock()
-    private var stopped = false
-    private var thread: Thread?
-    private let wakeUp = DispatchSemaphore(value: 0)
-    private let finished = DispatchSemaphore(value: 0)
+    private let thread = SourceThread(name: "stepd.gpsd")
 
     public init(configuration: Configuration, logger: Logger = Logger(label: "stepd.gpsd")) {
         self.configuration = configuration
@@ -83,23 +27,13 @@ public final class GPSDSource: @unchecked Sendable {
     public var description: String { "gpsd:\(configuration.address)" }
 
     public func start(sink: FixSink) {
-        let thread = Thread { [self] in
-            run(sink: sink)
-            finished.signal()
-        }
-        thread.name = "stepd.gpsd"
-        self.thread = thread
-        thread.start()
+        thread.start { [self] in run(sink: sink) }
     }
 
-    /// Stops reading and waits (at most a second) for the thread to close its connection.
-    public func stop() {
-        lock.withLock { stopped = true }
-        wakeUp.signal()
-        if thread != nil { _ = finished.wait(timeout: .now() + 1) }
-    }
+    /// Stops reading; returns once the thread has closed its connection (SourceThread).
+    public func stop() { thread.stop() }
 
-    private var isStopped: Bool { lock.withLock { stopped } }
+    private var isStopped: Bool { thread.isStopped }
 
     private func run(sink: FixSink) {
         var lastReported: GPSConnectionState?
@@ -142,17 +76,22 @@ public final class GPSDSource: @unchecked Sendable {
             case 1: break
             default: return "read failed"
             }
-            switch cgps_read(session, &fix, &error) {
-            case 1: sink.receive(fix: Fix(fix, arrival: Date()))
-            case 0: continue
-            default: return text(error)
-            }
+            var message: UnsafePointer<CChar>?
+            guard cgps_read(session, &message, &error) == 1, let message else { return text(error) }
+            guard Self.isTPV(message) else { continue }
+            cgps_last_fix(session, &fix)
+            sink.receive(fix: Fix(fix, arrival: Date()))
         }
         return "stopped"
     }
 
+    /// Whether a report is a TPV (time-position-velocity); gpsd writes its JSON compactly.
+    static func isTPV(_ message: UnsafePointer<CChar>) -> Bool {
+        strstr(message, #""class":"TPV""#) != nil
+    }
+
     private func pause(seconds: Double) {
-        _ = wakeUp.wait(timeout: .now() + seconds)
+        _ = thread.wait(seconds: seconds)
     }
 
     private func text(_ pointer: UnsafePointer<CChar>?) -> String {

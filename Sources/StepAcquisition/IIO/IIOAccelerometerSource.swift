@@ -6,6 +6,8 @@ import StepProcessing
 /// buffered when it can and polled when it cannot. With no accelerometer it waits for one (state
 /// `waiting`): woken by the IIO device watcher when a device appears, not by looking every second. On
 /// other faults (busy, unplugged mid-stream) it reports the state and tries again every `retrySeconds`.
+///
+/// `@unchecked Sendable`: the description and kind change under `identity`, the rest is immutable or the thread's.
 public final class IIOAccelerometerSource: SampleSource, @unchecked Sendable {
     public let uri: String
     public let selector: String?
@@ -20,8 +22,7 @@ public final class IIOAccelerometerSource: SampleSource, @unchecked Sendable {
     public static let retrySeconds = 1.0
 
     private let logger: Logger
-    private let stopSignal = IIOStopSignal()
-    private var thread: Thread?
+    private let thread = SourceThread(name: "stepd.iio")
 
     /// Looks for the device now, so `kind` and `description` name it; a missing device is not an error here.
     public init(uri: String = "local:", selector: String? = nil, pipelineRateHz: Double = 60,
@@ -43,19 +44,17 @@ public final class IIOAccelerometerSource: SampleSource, @unchecked Sendable {
     public var foundDevice: Bool { kind != "iio" }
 
     public func start(sink: SampleSink) {
-        let thread = Thread { [self] in run(sink: sink) }
-        thread.name = "stepd.iio"
-        self.thread = thread
-        thread.start()
+        thread.start { [self] in run(sink: sink) }
     }
 
-    public func stop() { stopSignal.stop() }
+    /// Returns once the reading thread has ended (SourceThread).
+    public func stop() { thread.stop() }
 
     private func run(sink: SampleSink) {
         // A local context can be watched for devices appearing; a remote iiod cannot, so it is asked again.
         let watcher = uri.hasPrefix("local") ? IIODeviceWatcher(logger: logger) : nil
         var lastError: IIOError?
-        while !stopSignal.isStopped {
+        while !thread.isStopped {
             watcher?.drain()
             logger.trace("iio: looking for an accelerometer through \(uri)")
             var missing = false
@@ -68,10 +67,10 @@ public final class IIOAccelerometerSource: SampleSource, @unchecked Sendable {
                 let counter = IIOStepCounter(device: device)
                 if found.buffered {
                     try IIOBufferedSource(device: device, pipelineRateHz: pipelineRateHz, logger: logger)
-                        .run(sink: sink, stop: stopSignal, hardwareSteps: counter)
+                        .run(sink: sink, stop: thread, hardwareSteps: counter)
                 } else {
                     try IIOPolledSource(device: device, rateHz: pipelineRateHz, logger: logger)
-                        .run(sink: sink, stop: stopSignal, hardwareSteps: counter)
+                        .run(sink: sink, stop: thread, hardwareSteps: counter)
                 }
                 lastError = nil
             } catch let error as IIOError {
@@ -82,7 +81,7 @@ public final class IIOAccelerometerSource: SampleSource, @unchecked Sendable {
             } catch {
                 sink.sourceStateChanged(.unavailable(reason: "\(error)"))
             }
-            if stopSignal.waitBeforeRetry(deviceMissing: missing, watcher: watcher, retrySeconds: Self.retrySeconds) { break }
+            if thread.waitBeforeRetry(deviceMissing: missing, watcher: watcher, retrySeconds: Self.retrySeconds) { break }
         }
         sink.sourceStateChanged(.finished)
     }

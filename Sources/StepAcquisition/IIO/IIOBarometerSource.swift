@@ -9,7 +9,7 @@ import StepProcessing
 /// States and retries as the accelerometer's (IIOAccelerometerSource): `waiting` with none present (woken
 /// by the device watcher), `busy` while another reader holds its buffer (reads answer EBUSY),
 /// `disconnected` when it goes away mid-stream, `running` again when it returns.
-public final class IIOBarometerSource: @unchecked Sendable {
+public final class IIOBarometerSource: Sendable {
     public let uri: String
     public let selector: String?
     /// Readings a second. 4 Hz: a 6 s spike-rejecting median has 24 of them, and bmp280-class chips settle
@@ -19,8 +19,7 @@ public final class IIOBarometerSource: @unchecked Sendable {
     public static let retrySeconds = 1.0
 
     private let logger: Logger
-    private let stopSignal = IIOStopSignal()
-    private var thread: Thread?
+    private let thread = SourceThread(name: "stepd.barometer")
     /// What was found at start, for the banner and debug log.
     public let initialDescription: String?
 
@@ -38,18 +37,16 @@ public final class IIOBarometerSource: @unchecked Sendable {
 
     public func start(sink: BarometerSink) {
         sink.barometerIdentified(kind: "iio", description: description, rateHz: rateHz)
-        let thread = Thread { [self] in run(sink: sink) }
-        thread.name = "stepd.barometer"
-        self.thread = thread
-        thread.start()
+        thread.start { [self] in run(sink: sink) }
     }
 
-    public func stop() { stopSignal.stop() }
+    /// Returns once the reading thread has ended (SourceThread).
+    public func stop() { thread.stop() }
 
     private func run(sink: BarometerSink) {
         let watcher = uri.hasPrefix("local") ? IIODeviceWatcher(logger: logger, looking: "a barometer") : nil
         var lastError: IIOError?
-        while !stopSignal.isStopped {
+        while !thread.isStopped {
             watcher?.drain()
             var missing = false
             do {
@@ -64,7 +61,7 @@ public final class IIOBarometerSource: @unchecked Sendable {
             } catch {
                 sink.barometerStateChanged(.unavailable(reason: "\(error)"))
             }
-            if stopSignal.waitBeforeRetry(deviceMissing: missing, watcher: watcher, retrySeconds: Self.retrySeconds) { break }
+            if thread.waitBeforeRetry(deviceMissing: missing, watcher: watcher, retrySeconds: Self.retrySeconds) { break }
         }
         sink.barometerStateChanged(.finished)
     }
@@ -79,7 +76,7 @@ public final class IIOBarometerSource: @unchecked Sendable {
         var running = false
         let period = 1 / rateHz
         var next = IIOTimeline.monotonicSeconds()
-        while !stopSignal.isStopped {
+        while !thread.isStopped {
             let now = IIOTimeline.monotonicSeconds()
             let kilopascal = try reader.read()
             if !running {
@@ -89,7 +86,7 @@ public final class IIOBarometerSource: @unchecked Sendable {
             sink.receive(pressure: PressureReading(time: now, kilopascal: kilopascal))
             next += period
             if next < now { next = now + period }
-            if stopSignal.wait(seconds: next - IIOTimeline.monotonicSeconds()) { return }
+            if thread.wait(seconds: next - IIOTimeline.monotonicSeconds()) { return }
         }
     }
 
@@ -148,7 +145,7 @@ struct PressureReader {
     /// One reading; EBUSY (a buffer enabled by another reader) is `busy`, a vanished device `disconnected`.
     func read() throws -> Double {
         var buffer = [CChar](repeating: 0, count: 64)
-        let result = ciio_channel_attr_read(channel, processed ? "input" : "raw", &buffer, buffer.count)
+        let result = iio_channel_attr_read(channel, processed ? "input" : "raw", &buffer, buffer.count)
         let name = device.displayName
         if result < 0 {
             let code = Int32(-result)

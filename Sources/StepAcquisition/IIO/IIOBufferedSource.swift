@@ -17,7 +17,7 @@ struct IIOBufferedSource {
     static let refillsPerSecond = 1.5
 
     /// Runs until `stop` or a fault; throws the fault (busy, disconnected, ...). Reports `.running` once data flows.
-    func run(sink: SampleSink, stop: IIOStopSignal, hardwareSteps: IIOStepCounter?) throws {
+    func run(sink: SampleSink, stop: SourceThread, hardwareSteps: IIOStepCounter?) throws {
         let name = device.displayName
         guard let axes = IIODiscovery.accelerationChannels(of: device) else { throw IIOError.disconnected(device: name) }
         let timestamp = device.inputChannel("timestamp").flatMap { IIODiscovery.scanFormat($0).is_scan_element ? $0 : nil }
@@ -62,7 +62,7 @@ struct IIOBufferedSource {
         var batch: [Sample] = []
         batch.reserveCapacity(scans)
         while !stop.isStopped {
-            let result = stop.whileBlocking(cancel: { iio_buffer_cancel(buffer) }) { ciio_buffer_refill(buffer) }
+            let result = stop.whileBlocking(cancel: { iio_buffer_cancel(buffer) }) { iio_buffer_refill(buffer) }
             if stop.isStopped { return }
             if result < 0 {
                 if !device.isPresent || result == -ENODEV { throw IIOError.disconnected(device: name) }
@@ -74,11 +74,11 @@ struct IIOBufferedSource {
                 throw IIOError.bufferFailed(device: name, reason: IIODevice.message(errno: Int32(-result)))
             }
             let refillTime = IIOTimeline.monotonicSeconds()
-            let step = ciio_buffer_step(buffer)
-            let end = ciio_buffer_end(buffer)
-            guard var px = ciio_buffer_first(buffer, axes[0]), var py = ciio_buffer_first(buffer, axes[1]),
-                  var pz = ciio_buffer_first(buffer, axes[2]), let end, step > 0 else { continue }
-            var pt = timestamp.flatMap { ciio_buffer_first(buffer, $0) }
+            let step = iio_buffer_step(buffer)
+            func first(_ channel: OpaquePointer) -> UnsafeRawPointer? { iio_buffer_first(buffer, channel).map(UnsafeRawPointer.init) }
+            guard var px = first(axes[0]), var py = first(axes[1]), var pz = first(axes[2]),
+                  let end = iio_buffer_end(buffer).map(UnsafeRawPointer.init), step > 0 else { continue }
+            var pt = timestamp.flatMap(first)
             let count = (end - px) / step
             batch.removeAll(keepingCapacity: true)
             for i in 0..<count {

@@ -4,6 +4,7 @@ import Glibc
 import StepProcessing
 
 /// A libiio context; destroyed when the last device taken from it is released.
+/// `@unchecked Sendable`: immutable after init; libiio's context is used by one source thread at a time.
 final class IIOContext: @unchecked Sendable {
     let pointer: OpaquePointer
     let uri: String
@@ -30,6 +31,7 @@ final class IIOContext: @unchecked Sendable {
 }
 
 /// One IIO device with the attribute helpers the sources need; keeps its context alive.
+/// `@unchecked Sendable`: immutable; the libiio pointers are read only on the thread of the source that found it.
 struct IIODevice: IIONamed, @unchecked Sendable {
     let context: IIOContext
     let pointer: OpaquePointer
@@ -54,24 +56,24 @@ struct IIODevice: IIONamed, @unchecked Sendable {
     // MARK: Attributes (sysfs text, trailing newline removed by libiio)
 
     func readAttribute(_ attribute: String) throws -> String {
-        try Self.readText(name: "\(id)/\(attribute)", device: displayName) { ciio_device_attr_read(pointer, attribute, $0, $1) }
+        try Self.readText(name: "\(id)/\(attribute)", device: displayName) { iio_device_attr_read(pointer, attribute, $0, $1) }
     }
 
     func readBufferAttribute(_ attribute: String) throws -> String {
         try Self.readText(name: "\(id)/buffer/\(attribute)", device: displayName) {
-            ciio_device_buffer_attr_read(pointer, attribute, $0, $1)
+            iio_device_buffer_attr_read(pointer, attribute, $0, $1)
         }
     }
 
     func readAttribute(_ attribute: String, of channel: OpaquePointer) throws -> String {
         let channelID = String(cString: iio_channel_get_id(channel))
         return try Self.readText(name: "\(channelID) \(attribute)", device: displayName) {
-            ciio_channel_attr_read(channel, attribute, $0, $1)
+            iio_channel_attr_read(channel, attribute, $0, $1)
         }
     }
 
     func writeAttribute(_ attribute: String, _ value: String) throws {
-        let result = ciio_device_attr_write(pointer, attribute, value)
+        let result = iio_device_attr_write(pointer, attribute, value)
         if result < 0 {
             throw IIOError.attributeFailed(device: displayName, attribute: attribute,
                                            reason: Self.message(errno: Int32(-result)))
@@ -79,7 +81,7 @@ struct IIODevice: IIONamed, @unchecked Sendable {
     }
 
     func writeAttribute(_ attribute: String, of channel: OpaquePointer, _ value: String) throws {
-        let result = ciio_channel_attr_write(channel, attribute, value)
+        let result = iio_channel_attr_write(channel, attribute, value)
         if result < 0 {
             throw IIOError.attributeFailed(device: displayName, attribute: attribute,
                                            reason: Self.message(errno: Int32(-result)))
@@ -89,13 +91,13 @@ struct IIODevice: IIONamed, @unchecked Sendable {
     /// True while the device's files are still there: a removed device answers ENOENT/ENODEV.
     var isPresent: Bool {
         var buffer = [CChar](repeating: 0, count: 256)
-        let result = ciio_device_attr_read(pointer, "name", &buffer, buffer.count)
+        let result = iio_device_attr_read(pointer, "name", &buffer, buffer.count)
         return !(result == -ENOENT || result == -ENODEV || result == -ENXIO)
     }
 
     static func message(errno: Int32) -> String {
         var buffer = [CChar](repeating: 0, count: 256)
-        ciio_strerror(errno, &buffer, buffer.count)
+        iio_strerror(errno, &buffer, buffer.count)
         return String(cString: buffer)
     }
 

@@ -76,7 +76,7 @@ final class IIODeviceWatcher {
 
     /// Waits until a signal says an IIO device may have appeared, up to `seconds`, or until `stop`;
     /// true if stopped.
-    func wait(seconds: Double, stop: IIOStopSignal) -> Bool {
+    func wait(seconds: Double, stop: SourceThread) -> Bool {
         arm()
         let deadline = IIOTimeline.monotonicSeconds() + seconds
         while !stop.isStopped {
@@ -176,7 +176,7 @@ final class IIODeviceWatcher {
     }
 }
 
-extension IIOStopSignal {
+extension SourceThread {
     /// The pause before a source tries its device again: while the device is missing, until the watcher sees
     /// one appear (or its fallback period ends); while it is present but failing, `retrySeconds`. True if stopped.
     func waitBeforeRetry(deviceMissing: Bool, watcher: IIODeviceWatcher?, retrySeconds: Double) -> Bool {

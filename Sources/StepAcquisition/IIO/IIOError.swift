@@ -1,3 +1,5 @@
+import StepProcessing
+
 /// Why an IIO accelerometer (or barometer) cannot be read right now, as one sentence a person can act on.
 /// Every case is a state the daemon reports and retries from, never a reason to exit.
 public enum IIOError: Error, Equatable, CustomStringConvertible {

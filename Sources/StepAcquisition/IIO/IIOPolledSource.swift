@@ -13,7 +13,7 @@ struct IIOPolledSource {
     /// Batches handed to the pipeline per second: the processing queue wakes this often, not per sample.
     static let batchesPerSecond = 4.0
 
-    func run(sink: SampleSink, stop: IIOStopSignal, hardwareSteps: IIOStepCounter?) throws {
+    func run(sink: SampleSink, stop: SourceThread, hardwareSteps: IIOStepCounter?) throws {
         let name = device.displayName
         guard let axes = IIODiscovery.accelerationChannels(of: device) else { throw IIOError.disconnected(device: name) }
         // The chip's own output rate: at least the polling rate, so every read sees a fresh value.

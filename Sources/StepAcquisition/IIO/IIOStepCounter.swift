@@ -1,4 +1,5 @@
 import CIIO
+import StepProcessing
 
 /// The sensor's own pedometer through the kernel's step ABI (sysfs-bus-iio: in_steps_en, in_steps_input),
 /// as bma400 and bmi323 expose it. Read at most once a second on the acquisition thread, reported on change.
@@ -28,6 +29,6 @@ final class IIOStepCounter {
         guard let text = try? device.readAttribute("input", of: channel), let value = Int(text) else { return }
         guard value != lastValue else { return }
         lastValue = value
-        (sink as? HardwareStepSink)?.hardwareStepsChanged(value)
+        sink.hardwareStepsChanged(value)
     }
 }

@@ -5,6 +5,8 @@ import StepProcessing
 /// Plays a recording into the pipeline at real time (or `speed` times faster), as if it came from a sensor.
 /// With `loop`, the recording starts again with its clock carried on, so the count keeps growing. A demo
 /// (`--demo`) is the same replay, marked so that STATUS and the daemon treat it as one.
+///
+/// `@unchecked Sendable`: `pressure` is read and advanced only on the playing thread, after `start`.
 public final class ReplaySource: SampleSource, @unchecked Sendable {
     public let path: String
     public let speed: Double
@@ -18,9 +20,7 @@ public final class ReplaySource: SampleSource, @unchecked Sendable {
     private var pressure: PressureFeed?
     public var pressurePath: String? { pressure?.path }
     private let logger: Logger
-    private let stopped = NSCondition()
-    private var stopRequested = false
-    private var thread: Thread?
+    private let thread = SourceThread(name: "stepd.replay")
 
     /// How many samples a batch carries in real time: about 20 wake-ups a second.
     private static let batchSeconds = 0.05
@@ -38,36 +38,25 @@ public final class ReplaySource: SampleSource, @unchecked Sendable {
         pressure = readsPressure ? try PressureFile.find(besideRecording: path).map(PressureFeed.init) : nil
     }
 
-    public func start(sink: SampleSink) {
-        let thread = Thread { [self] in run(sink: sink) }
-        thread.name = "stepd.replay"
-        self.thread = thread
-        thread.start()
+    public func start(sink: SampleSink) { start(sink: sink, barometer: nil) }
+
+    /// Plays the recording into `sink` and its pressure file, when there is one, into `barometer`.
+    public func start(sink: SampleSink, barometer: BarometerSink?) {
+        thread.start { [self] in run(sink: sink, barometer: barometer) }
     }
 
-    public func stop() {
-        stopped.lock()
-        stopRequested = true
-        stopped.broadcast()
-        stopped.unlock()
-    }
+    /// Returns once the playing thread has ended (SourceThread).
+    public func stop() { thread.stop() }
 
     /// Sleeps until `deadline` (seconds since the reference date) or a stop; true if it was stopped. The
     /// deadline is capped to what ReplayClock can ask for, so no date is ever out of NSCondition's range.
     private func wait(until deadline: Double) -> Bool {
         let cap = Date().timeIntervalSinceReferenceDate + ReplayClock.defaultMaximumGapSeconds / speed + 1
-        let date = Date(timeIntervalSinceReferenceDate: min(deadline, cap))
-        stopped.lock()
-        defer { stopped.unlock() }
-        while !stopRequested {
-            if !stopped.wait(until: date) { break }
-        }
-        return stopRequested
+        return thread.wait(until: Date(timeIntervalSinceReferenceDate: min(deadline, cap)))
     }
 
-    private func run(sink: SampleSink) {
+    private func run(sink: SampleSink, barometer: BarometerSink?) {
         sink.sourceStateChanged(.running)
-        let barometer = sink as? BarometerSink
         pressure?.start(barometer)
         var clock = ReplayClock(speed: speed)
         let period = Self.typicalInterval(samples)

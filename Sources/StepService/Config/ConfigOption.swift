@@ -1,5 +1,4 @@
 import Foundation
-import StepAcquisition
 import StepProcessing
 
 /// One daemon option, declared once: its stepd.conf key, command-line flag (`--key-with-dashes`), kind and

@@ -2,7 +2,6 @@ import Dispatch
 import Foundation
 import Logging
 import NIOConcurrencyHelpers
-import StepAcquisition
 import StepProcessing
 
 /// The processing engine. It owns the pipeline and the count on one serial dispatch queue: sources hand
@@ -11,7 +10,7 @@ import StepProcessing
 ///
 /// `@unchecked Sendable`: its mutable state is owned by `queue` (checked with dispatchPrecondition where the
 /// queue's work begins); what other threads touch (snapshots, handlers, flags) is behind locks.
-public final class Engine: HardwareStepSink, BarometerSink, @unchecked Sendable {
+public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
     public struct Configuration: Sendable {
         public var detector: StepDetectorKind = .default
         public var rateHz: Double = 60

@@ -1,5 +1,4 @@
 import Foundation
-import StepAcquisition
 import StepProcessing
 
 /// What the processing queue publishes for the socket server to read without touching pipeline state.

@@ -1,4 +1,5 @@
 import Foundation
+import StepProtocol
 
 /// Home Assistant's MQTT discovery (https://www.home-assistant.io/integrations/mqtt/#mqtt-discovery): one
 /// retained config message per entity under `homeassistant/<component>/<node>/<object>/config` makes the

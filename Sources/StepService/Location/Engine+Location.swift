@@ -1,5 +1,4 @@
 import Foundation
-import StepAcquisition
 import StepProcessing
 import StepProtocol
 

@@ -1,12 +1,6 @@
 import Foundation
 import StepProcessing
 
-/// What the position side hands the store: each point added to the path, and each visit as it begins and ends.
-public enum LocationRecord: Sendable {
-    case trackPoint(TrackPoint)
-    case visit(Visit)
-}
-
 extension LocationRecord {
     /// What the store keeps of it.
     var storeWrite: StoreWrite {

@@ -6,7 +6,7 @@ import NIOConcurrencyHelpers
 /// flood of refused requests cannot fill the journal: the first occurrence is logged at once, the repeats in
 /// the same interval are counted, and the count is logged when the interval is over ("... 9,999 more times in
 /// the last 10 s"), whether or not the flood goes on. Safe to use from any queue.
-public final class RateLimitedLog: @unchecked Sendable {
+public final class RateLimitedLog: Sendable {
     private struct Cause {
         var level: Logger.Level
         var message: String

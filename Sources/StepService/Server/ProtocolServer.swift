@@ -8,8 +8,6 @@ import StepProtocol
 import Glibc
 #endif
 
-public let stepdRelease = "0.1.0"
-
 /// Why the server could not start listening.
 public enum ServerError: Error, CustomStringConvertible {
     case cannotCreateDirectory(path: String, reason: String)

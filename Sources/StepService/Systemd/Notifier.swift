@@ -2,7 +2,7 @@ import Foundation
 
 /// sd_notify(3) without libsystemd: one datagram of `KEY=value` lines to the AF_UNIX socket named by
 /// $NOTIFY_SOCKET (a path, or an abstract name written with a leading "@").
-public final class Notifier: @unchecked Sendable {
+public final class Notifier: Sendable {
     public let socketPath: String
     private let descriptor: CInt
     private let lock = NSLock()

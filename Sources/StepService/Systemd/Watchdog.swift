@@ -4,6 +4,8 @@ import Foundation
 /// Sends WATCHDOG=1 only while the daemon really works: each ping travels through the processing queue and
 /// the socket server's event loop first, so a wedged pipeline or server stops the pings and systemd
 /// restarts the service (WatchdogSec=). Also refreshes STATUS= every `statusEvery` pings.
+///
+/// `@unchecked Sendable`: `timer` and `lastStatus` are touched only on `queue` (start/stop hop there).
 public final class Watchdog: @unchecked Sendable {
     private let notifier: Notifier
     private let interval: TimeInterval
@@ -26,6 +28,7 @@ public final class Watchdog: @unchecked Sendable {
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(Int(interval * 100)))
         timer.setEventHandler { [self] in
+            dispatchPrecondition(condition: .onQueue(queue))
             probe { [notifier] in notifier.watchdog() }
             let text = statusText()
             if text != lastStatus {
@@ -33,8 +36,8 @@ public final class Watchdog: @unchecked Sendable {
                 notifier.status(text)
             }
         }
+        queue.sync { self.timer = timer }
         timer.resume()
-        self.timer = timer
     }
 
     public func stop() {

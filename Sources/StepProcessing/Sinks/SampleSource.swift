@@ -1,5 +1,3 @@
-import StepProcessing
-
 /// What a source is doing, as STATUS reports it.
 public enum SourceState: Equatable, Sendable {
     case starting
@@ -40,11 +38,15 @@ public protocol SampleSink: AnyObject, Sendable {
     func samplesRejected(_ count: Int)
     /// The source found its device: the kind and description STATUS shows change (a sensor that appeared).
     func sourceIdentified(kind: String, description: String)
+    /// The sensor's own step counter (the kernel's `in_steps_input`: bma400, bmi323...), on change; sources
+    /// without one never call it.
+    func hardwareStepsChanged(_ steps: Int)
 }
 
 extension SampleSink {
     public func samplesRejected(_ count: Int) {}
     public func sourceIdentified(kind: String, description: String) {}
+    public func hardwareStepsChanged(_ steps: Int) {}
 }
 
 /// An accelerometer source: a replayed recording, a buffered IIO device, a polled IIO device.

@@ -1,5 +1,3 @@
-import StepProcessing
-
 /// Receives what a barometer produces: a live IIO pressure sensor (IIOBarometerSource) or the pressure file
 /// beside a replayed recording (ReplaySource). Called from the source's own thread.
 public protocol BarometerSink: AnyObject, Sendable {

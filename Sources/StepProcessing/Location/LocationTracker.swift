@@ -1,6 +1,4 @@
 import Foundation
-import StepAcquisition
-import StepProcessing
 
 /// Settings for position tracking: the track's error bound and the visit detector.
 public struct LocationConfiguration: Sendable {
@@ -22,6 +20,7 @@ public enum LocationEvent: Sendable {
 
 /// What the processing queue publishes about position for the server to read at any time.
 public struct LocationSnapshot: Sendable {
+    public init() {}
     /// `unavailable`, `no_fix` or `fix`.
     public var state = "unavailable"
     public var error: String?
@@ -36,16 +35,22 @@ public struct LocationSnapshot: Sendable {
     public var trackPoints = 0
 }
 
+/// What the position side hands the store: each point added to the path, and each visit as it begins and ends.
+public enum LocationRecord: Sendable {
+    case trackPoint(TrackPoint)
+    case visit(Visit)
+}
+
 /// Position state: gates gpsd's reports, builds the track, detects visits. Owned by the engine's
 /// processing queue; a value, so it is exercised in tests without threads.
-struct LocationTracker {
-    let configuration: LocationConfiguration
+public struct LocationTracker {
+    public let configuration: LocationConfiguration
     private var gate = FixGate()
-    private(set) var track: TrackBuilder
-    private(set) var visits: VisitDetector
+    public private(set) var track: TrackBuilder
+    public private(set) var visits: VisitDetector
     private var stretch: StrideStretch
     /// A stretch walked under a good fix since the last one was taken: for the stride calibration.
-    private(set) var completedStretch: (meters: Double, steps: Int)?
+    public private(set) var completedStretch: (meters: Double, steps: Int)?
     private var current: Fix?
     private var connected = false
     private var lastReportHadPosition = false
@@ -55,13 +60,13 @@ struct LocationTracker {
     private var ignored = 0
     private var connections = 0
     /// False until the source first reports, so that a gpsd missing from the start is logged once too.
-    private(set) var heardFromSource = false
+    public private(set) var heardFromSource = false
     /// Stays saved by earlier runs (the detector knows only this run's), oldest first.
-    private(set) var restoredVisits: [Visit] = []
+    public private(set) var restoredVisits: [Visit] = []
     /// Told of every point added to the path and every visit that begins or ends: the store.
-    var recorder: (@Sendable (LocationRecord) -> Void)?
+    public var recorder: (@Sendable (LocationRecord) -> Void)?
 
-    init(configuration: LocationConfiguration) {
+    public init(configuration: LocationConfiguration) {
         self.configuration = configuration
         track = TrackBuilder(configuration: configuration.track)
         visits = VisitDetector(configuration: configuration.visits)
@@ -70,31 +75,31 @@ struct LocationTracker {
     }
 
     /// Every visit kept, this run's after those restored.
-    var allVisits: [Visit] {
+    public var allVisits: [Visit] {
         let all = restoredVisits + visits.visits
         return Array(all.suffix(visits.configuration.maximumVisits))
     }
 
     /// Continues the path and the visits saved by an earlier run: the points are built into the path again
     /// (so its length follows the same rules), the visits listed before this run's.
-    mutating func restore(points: [Fix], visits restored: [Visit]) {
+    public mutating func restore(points: [Fix], visits restored: [Visit]) {
         for fix in points { track.add(fix) }
         restoredVisits = restored
     }
 
     /// The stretch completed by the last fix, once.
-    mutating func takeCompletedStretch() -> (meters: Double, steps: Int)? {
+    public mutating func takeCompletedStretch() -> (meters: Double, steps: Int)? {
         defer { completedStretch = nil }
         return completedStretch
     }
 
     /// The GPS state for STATUS.
-    var state: String {
+    public var state: String {
         guard connected else { return "unavailable" }
         return lastReportHadPosition && acceptedSinceConnecting ? "fix" : "no_fix"
     }
 
-    mutating func connectionChanged(_ connection: GPSConnectionState) {
+    public mutating func connectionChanged(_ connection: GPSConnectionState) {
         heardFromSource = true
         switch connection {
         case .connected:
@@ -110,7 +115,7 @@ struct LocationTracker {
     }
 
     /// Takes one report from gpsd, with the step count now; returns the events it caused.
-    mutating func receive(_ fix: Fix, steps: Int = 0) -> [LocationEvent] {
+    public mutating func receive(_ fix: Fix, steps: Int = 0) -> [LocationEvent] {
         lastReportHadPosition = fix.hasPosition
         switch gate.judge(fix) {
         case .accepted:
@@ -144,7 +149,7 @@ struct LocationTracker {
         }
     }
 
-    var snapshot: LocationSnapshot {
+    public var snapshot: LocationSnapshot {
         var s = LocationSnapshot()
         s.state = state
         s.error = lastError

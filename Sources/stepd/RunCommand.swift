@@ -85,6 +85,7 @@ struct Run: ParsableCommand {
 
     private func serve(source: SourceChoice.Chosen, engine: Engine, gpsSource: GPSDSource?, fleet fleetConfiguration: FleetConfiguration?,
                        demoState: DemoStateDirectory?, logger: Logger) throws {
+        engine.attach(source: source.source)
         let runtime = ServiceRuntime(options: service, engine: engine, logger: logger)
         runtime.openStore()
         // Before the source starts, so that no step or visit goes by unpublished.
@@ -110,7 +111,6 @@ struct Run: ParsableCommand {
             if let passed { try server.start(adoptingListeningSocket: passed.descriptor) } else { try server.start() }
         } catch { throw StartFailure.serving(error) }
 
-        engine.attach(source: source.source)
         source.start(sink: engine)
         let barometer = BarometerChoice.start(for: source, options: iio, engine: engine, logger: logger)
         gpsSource?.start(sink: engine)

@@ -111,9 +111,11 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
         motionWanted.withLockedValue { $0 = wanted }
     }
 
+    /// Names the source in the snapshot before it returns, so that the first STATUS already shows it (a client
+    /// of socket activation can ask as soon as the socket is served). Called once at start, off the queue.
     public func attach(source: SampleSource) {
         let (kind, description, demo) = (source.kind, source.description, source.isDemo)
-        queue.async { [self] in
+        queue.sync { [self] in
             self.source = (kind, description, .starting)
             self.demo = demo
             publish()

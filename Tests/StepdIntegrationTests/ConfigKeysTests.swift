@@ -53,28 +53,21 @@ final class ConfigKeysTests: XCTestCase {
     }
 
     private func connect(_ socket: String, process: Process, log: String) throws -> SocketClient {
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
+        func text() -> String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+        return try pollFor("stepd to listen on the configured socket \(socket)", timeout: 20, every: 0.02, detail: text()) {
             if let client = try? SocketClient(path: socket) { return client }
-            if !process.isRunning { break }
-            usleep(20_000)
+            guard process.isRunning else { throw ProcessExited(what: "stepd", log: text()) }
+            return nil
         }
-        let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-        XCTFail("stepd did not listen on the configured socket \(socket): \(text)")
-        throw XCTSkip("no daemon")
     }
 
     private func poll(_ client: SocketClient, timeout: TimeInterval, _ what: String,
                       _ condition: ([String: Any]) throws -> Bool) throws -> [String: Any] {
-        let deadline = Date().addingTimeInterval(timeout)
         var status: [String: Any] = [:]
-        while Date() < deadline {
+        return try pollFor(what, timeout: timeout, detail: "last STATUS: \(status)") {
             status = try client.request(["cmd": "status"])
-            if try condition(status) { return status }
-            usleep(50_000)
+            return try condition(status) ? status : nil
         }
-        XCTFail("timed out after \(timeout) s waiting for \(what); last STATUS: \(status)")
-        throw XCTSkip("timed out")
     }
 
     private func stop(_ process: Process) {

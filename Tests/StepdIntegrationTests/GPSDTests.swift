@@ -78,15 +78,14 @@ final class GPSDTests: XCTestCase {
         let tpvs = pipe.waitUntilQuiet(quietSeconds: 2) { $0.contains(where: hasPosition) }
         let positioned = tpvs.filter(hasPosition)
         guard let last = positioned.last else { return ["\(name): gpsd sent no TPV with a position"] }
-        // Polled here rather than with Daemon.waitUntil, whose failure is recorded on the test's thread.
-        let deadline = Date().addingTimeInterval(20)
-        var p = try position(daemon)
-        while p["time"] as? String != last["time"] as? String {
-            guard Date() < deadline else {
-                return ["\(name): the daemon's last fix is at \(p["time"] ?? "null"), gpsd's at \(last["time"] ?? "null")\n\(daemon.log)"]
+        var p: [String: Any] = [:]
+        do {
+            try pollUntil("the daemon's last fix to be gpsd's", timeout: 20) {
+                p = try position(daemon)
+                return p["time"] as? String == last["time"] as? String
             }
-            usleep(50_000)
-            p = try position(daemon)
+        } catch is WaitTimedOut {
+            return ["\(name): the daemon's last fix is at \(p["time"] ?? "null"), gpsd's at \(last["time"] ?? "null")\n\(daemon.log)"]
         }
         var problems: [String] = []
         func same(_ ours: Any?, _ gpsd: Any?, accuracy: Double, _ field: String) {

@@ -50,9 +50,9 @@ final class GraphTests: XCTestCase {
         XCTAssertLessThanOrEqual(lines.map(\.count).max() ?? 0, 80, "fits 80 columns")
         // Ctrl-C leaves the alternate screen and ends stepctl; the shell then runs `sleep`.
         XCTAssertEqual(try tmux(["send-keys", "-t", "graph", "C-c"]).status, 0)
-        usleep(500_000)
-        let processes = try runCommand("/usr/bin/pgrep", ["-f", "^\(Binaries.stepctl) graph --sensitivity 4 --socket \(daemon.socketPath)"])
-        XCTAssertNotEqual(processes.status, 0, "stepctl graph still running after Ctrl-C")
+        try pollUntil("stepctl graph to end after Ctrl-C", timeout: 10, every: 0.1) {
+            try runCommand("/usr/bin/pgrep", ["-f", "^\(Binaries.stepctl) graph --sensitivity 4 --socket \(daemon.socketPath)"]).status != 0
+        }
         let after = try tmux(["capture-pane", "-p", "-t", "graph"]).stdout
         XCTAssertFalse(after.contains("stepd seismometer"), "the screen is restored")
     }

@@ -97,35 +97,28 @@ struct FakeIIODaemon {
     func connect() throws -> SocketClient { try SocketClient(path: socketPath) }
 
     func waitForSocket(timeout: TimeInterval = 30) throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
+        try pollUntil("stepd to listen on \(socketPath)", timeout: timeout, detail: "log:\n\(fake.log)") {
             if let client = try? SocketClient(path: socketPath) {
                 client.close()
-                return
+                return true
             }
-            if !fake.process.isRunning { break }
-            usleep(50_000)
+            guard fake.process.isRunning else { throw ProcessExited(what: "fake-iio", log: fake.log) }
+            return false
         }
-        XCTFail("stepd did not start listening on \(socketPath); log:\n\(fake.log)")
-        throw XCTSkip("daemon did not start")
     }
 
     func status() throws -> [String: Any] { try connect().request(["cmd": "status"]) }
     func steps() throws -> [String: Any] { try connect().request(["cmd": "steps"]) }
 
-    /// Polls STATUS until `condition` holds, or fails after `timeout`.
+    /// Polls STATUS until `condition` holds and returns that STATUS; a timeout fails the test.
     @discardableResult
-    func waitUntil(timeout: TimeInterval = 60, _ what: String,
+    func waitUntil(timeout: TimeInterval = 60, _ what: String, file: StaticString = #filePath, line: UInt = #line,
                    _ condition: ([String: Any]) throws -> Bool) throws -> [String: Any] {
-        let deadline = Date().addingTimeInterval(timeout)
         let client = try connect()
-        while Date() < deadline {
+        return try pollFor(what, timeout: timeout, every: 0.1, detail: "log:\n\(fake.log)", file: file, line: line) {
             let status = try client.request(["cmd": "status"])
-            if try condition(status) { return status }
-            usleep(100_000)
+            return try condition(status) ? status : nil
         }
-        XCTFail("timed out waiting for \(what); log:\n\(fake.log)")
-        throw XCTSkip("timed out")
     }
 
     /// Waits until the daemon has taken in every sample fake-iio fed (the feed ended: `once`).

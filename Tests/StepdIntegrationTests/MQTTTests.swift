@@ -15,14 +15,11 @@ final class MQTTTests: XCTestCase {
     }
 
     func waitForRetained(_ broker: MosquittoBroker, _ topic: String, _ payload: String, arguments: [String] = []) throws {
-        let deadline = Date().addingTimeInterval(10)
         var last: String?
-        while Date() < deadline {
+        try pollUntil("retained \(topic) to be \(payload)", timeout: 10, detail: "it is \(last ?? "absent")") {
             last = try retainedMessages(broker: broker, topics: [topic], arguments: arguments)[topic]
-            if last == payload { return }
-            usleep(50_000)
+            return last == payload
         }
-        XCTFail("retained \(topic) is \(last ?? "absent"), expected \(payload)")
     }
 
     /// The outage test (docs/fleet.md, "When the link drops"): a walk replayed in a loop at 5× real time; the broker stopped
@@ -129,13 +126,9 @@ final class MQTTTests: XCTestCase {
     }
 
     func waitForBrokerLog(_ broker: MosquittoBroker, _ text: String) throws {
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            if broker.log.contains(text) { return }
-            usleep(20_000)
+        try pollUntil("the broker's log to say \"\(text)\"", timeout: 10, every: 0.02, detail: String(broker.log.suffix(2000))) {
+            broker.log.contains(text)
         }
-        XCTFail("the broker's log never said \"\(text)\": \(broker.log.suffix(2000))")
-        throw XCTSkip("broker log")
     }
 
     /// Runs openssl; fails the test with its words.

@@ -45,14 +45,11 @@ final class MosquittoBroker {
         process.standardError = FileHandle.nullDevice
         try process.run()
         self.process = process
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            if GPSDFake.accepts(port: port) { return }
-            if !process.isRunning { break }
-            usleep(10_000)
+        try pollUntil("mosquitto to listen on \(port)", timeout: 10, every: 0.01, detail: String(log.suffix(2000))) {
+            if GPSDFake.accepts(port: port) { return true }
+            guard process.isRunning else { throw ProcessExited(what: "mosquitto", log: String(log.suffix(2000))) }
+            return false
         }
-        XCTFail("mosquitto did not listen on \(port): \(log.suffix(2000))")
-        throw XCTSkip("no broker")
     }
 
     /// SIGTERM: the broker saves its persistence file and exits.
@@ -107,18 +104,14 @@ final class MosquittoSubscriber {
     /// The (topic, payload) pairs received so far.
     var messages: [(topic: String, payload: String)] { received.map { ($0.topic, $0.payload) } }
 
-    /// Polls until `condition` holds for the messages received, or fails after `timeout`.
+    /// Polls until `condition` holds for the messages received and returns them; a timeout fails the test.
     @discardableResult
     func waitFor(_ what: String, timeout: TimeInterval = 20,
                  _ condition: ([(topic: String, payload: String)]) -> Bool) throws -> [(topic: String, payload: String)] {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
+        try pollFor("mosquitto_sub to receive \(what)", timeout: timeout, detail: "got \(messages.suffix(20))") {
             let received = messages
-            if condition(received) { return received }
-            usleep(50_000)
+            return condition(received) ? received : nil
         }
-        XCTFail("mosquitto_sub did not receive \(what) within \(timeout) s; got \(messages.suffix(20))")
-        throw XCTSkip("timed out")
     }
 
     func stop() {

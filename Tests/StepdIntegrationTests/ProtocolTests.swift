@@ -44,15 +44,15 @@ final class ProtocolTests: XCTestCase {
         XCTAssertEqual(first["class"] as? String, "STEPS")
         XCTAssertEqual(first["id"] as? Int, 1)
         for key in ["since", "cadence_spm", "distance_m", "detector"] { XCTAssertNotNil(first[key], key) }
-        sleep(3)
-        let later = try client.request(["cmd": "steps"])
-        XCTAssertGreaterThan(try XCTUnwrap(later["steps"] as? Int), try XCTUnwrap(first["steps"] as? Int))
-        XCTAssertGreaterThan(try XCTUnwrap(later["cadence_spm"] as? Double), 60)
+        let firstSteps = try XCTUnwrap(first["steps"] as? Int)
+        try daemon.waitForSteps("more steps than \(firstSteps), at a walking cadence") {
+            ($0["steps"] as? Int ?? 0) > firstSteps && ($0["cadence_spm"] as? Double ?? 0) > 60
+        }
     }
 
     func testResetStartsAgainFromZero() throws {
+        try daemon.waitForSteps("a first step, so that the reset has something to clear") { ($0["steps"] as? Int ?? 0) > 0 }
         let client = try daemon.connect()
-        sleep(2)
         let reply = try client.request(["cmd": "reset", "id": "r"])
         XCTAssertEqual(reply["class"] as? String, "STEPS")
         XCTAssertEqual(reply["steps"] as? Int, 0)
@@ -76,11 +76,15 @@ final class ProtocolTests: XCTestCase {
         XCTAssertEqual(counts, Array(counts[0]..<(counts[0] + 10)), "one event per step, none skipped")
         let off = try client.request(["cmd": "watch", "enable": false])
         XCTAssertEqual(off["enable"] as? Bool, false)
-        // Drain what was in flight, then nothing more arrives.
-        usleep(200_000)
+        // Drain what was in flight (steps counted before the daemon read "off"), then nothing more arrives while
+        // the daemon counts on: its count, read on another connection, is the clock.
+        func stepsCounted() throws -> Int { try XCTUnwrap(daemon.connect().request(["cmd": "steps"])["steps"] as? Int) }
+        let atOff = try stepsCounted()
+        try daemon.waitForSteps("two steps after watch was disabled") { ($0["steps"] as? Int ?? 0) >= atOff + 2 }
         try client.sendLine(#"{"cmd":"status","id":"mark"}"#)
         while (try client.readObject())["id"] as? String != "mark" {}
-        sleep(1)
+        let atMark = try stepsCounted()
+        try daemon.waitForSteps("three more steps") { ($0["steps"] as? Int ?? 0) >= atMark + 3 }
         try client.sendLine(#"{"cmd":"status","id":"end"}"#)
         XCTAssertEqual(try client.readObject()["id"] as? String, "end", "no STEP after watch was disabled")
     }
@@ -184,7 +188,7 @@ final class ProtocolTests: XCTestCase {
     }
 
     func testStepctlReadsTheDaemon() throws {
-        sleep(1)
+        try daemon.waitForSteps("a first step") { ($0["steps"] as? Int ?? 0) > 0 }
         let steps = try runCommand(Binaries.stepctl, ["steps", "--socket", daemon.socketPath])
         XCTAssertEqual(steps.status, 0, steps.stderr)
         XCTAssert(steps.stdout.contains("steps since"), steps.stdout)
@@ -249,14 +253,8 @@ final class DaemonLifecycleTests: XCTestCase {
         process.standardError = FileHandle.nullDevice
         try process.run()
         defer { kill(process.processIdentifier, SIGTERM); process.waitUntilExit() }
-        var client: SocketClient?
-        for _ in 0..<200 where client == nil {
-            client = try? SocketClient(path: expected)
-            if client == nil { usleep(50_000) }
-        }
-        let connected = try XCTUnwrap(client, "no socket at \(expected)")
-        sleep(1)
-        XCTAssertGreaterThan(try XCTUnwrap(connected.request(["cmd": "steps"])["steps"] as? Int), 0)
+        let connected = try pollFor("a socket at \(expected)", timeout: 10) { try? SocketClient(path: expected) }
+        try pollUntil("a first step", timeout: 20) { (try connected.request(["cmd": "steps"])["steps"] as? Int ?? 0) > 0 }
         let status = try connected.request(["cmd": "status"])
         XCTAssert(((status["source"] as? [String: Any])?["description"] as? String ?? "").contains("walk-inhand"))
     }

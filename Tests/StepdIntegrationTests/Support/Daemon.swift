@@ -29,17 +29,14 @@ final class Daemon {
     }
 
     func waitForSocket(timeout: TimeInterval = 20) throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
+        try pollUntil("stepd to listen on \(socketPath)", timeout: timeout, every: 0.02, detail: "log:\n\(log)") {
             if let client = try? SocketClient(path: socketPath) {
                 client.close()
-                return
+                return true
             }
-            if !process.isRunning { break }
-            usleep(20_000)
+            guard process.isRunning else { throw ProcessExited(what: "stepd", log: log) }
+            return false
         }
-        XCTFail("stepd did not start listening on \(socketPath); log:\n\(log)")
-        throw XCTSkip("daemon did not start")
     }
 
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
@@ -56,18 +53,27 @@ final class Daemon {
 
     deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
 
-    /// Polls `status` until `condition` holds, or fails after `timeout`.
-    func waitUntil(timeout: TimeInterval = 60, _ what: String,
-                   _ condition: ([String: Any]) throws -> Bool) throws {
-        let deadline = Date().addingTimeInterval(timeout)
+    /// Polls STATUS until `condition` holds and returns that STATUS; a timeout fails the test.
+    @discardableResult
+    func waitUntil(timeout: TimeInterval = 60, _ what: String, file: StaticString = #filePath, line: UInt = #line,
+                   _ condition: ([String: Any]) throws -> Bool) throws -> [String: Any] {
         let client = try connect()
-        while Date() < deadline {
+        return try pollFor(what, timeout: timeout, detail: "log:\n\(log)", file: file, line: line) {
             let status = try client.request(["cmd": "status"])
-            if try condition(status) { return }
-            usleep(50_000)
+            return try condition(status) ? status : nil
         }
-        XCTFail("timed out waiting for \(what); log:\n\(log)")
-        throw XCTSkip("timed out")
+    }
+
+    /// Polls STEPS until `condition` holds and returns that reply.
+    @discardableResult
+    func waitForSteps(timeout: TimeInterval = 30, _ what: String, file: StaticString = #filePath, line: UInt = #line,
+                      _ condition: ([String: Any]) throws -> Bool) throws -> [String: Any] {
+        let client = try connect()
+        var last: [String: Any] = [:]
+        return try pollFor(what, timeout: timeout, detail: "last STEPS: \(last)", file: file, line: line) {
+            last = try client.request(["cmd": "steps"])
+            return try condition(last) ? last : nil
+        }
     }
 }
 

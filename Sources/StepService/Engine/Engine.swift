@@ -47,6 +47,7 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
     private var demo = false
     /// Fires when steps stop coming without samples to tell it (a source that stalls): see `armStallTimer`.
     private var stallTimer: DispatchSourceTimer?
+    private var stallTimerArmed = false
     private var lastStepWall: Date?
 
     private let latestHardwareSteps = NIOLockedValueBox<Int?>(nil)
@@ -331,11 +332,16 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
     }
 
     /// Steps that stop with the samples (a source stalled without a word) would leave the cadence and the
-    /// walk as they were. One timer, pushed back by each batch with steps (which wakes nothing), fires only
-    /// once steps have stopped for longer than the walk detector waits; if the samples did not end the walk
-    /// meanwhile, it ends it here.
+    /// walk as they were. One timer fires once steps may have stopped for longer than the walk detector waits;
+    /// if the samples did not end the walk meanwhile, it ends it here. A batch with steps only notes the time:
+    /// rescheduling a dispatch timer wakes libdispatch's manager thread, which on every batch was a fourth
+    /// wake-up per batch; instead the timer, when it fires during a walk, goes again for the time left.
     private func armStallTimer(lastStepAt wall: Date) {
         lastStepWall = wall
+        if !stallTimerArmed { scheduleStallTimer(after: Self.stallSeconds) }
+    }
+
+    private func scheduleStallTimer(after seconds: Double) {
         let timer = stallTimer ?? {
             let timer = DispatchSource.makeTimerSource(queue: queue)
             timer.setEventHandler { [weak self] in self?.stallTimerFired() }
@@ -343,7 +349,8 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
             stallTimer = timer
             return timer
         }()
-        timer.schedule(deadline: .now() + Self.stallSeconds, leeway: .milliseconds(250))
+        timer.schedule(deadline: .now() + seconds, leeway: .milliseconds(250))
+        stallTimerArmed = true
     }
 
     /// Longer than ActivityTracker's 2.5 s pause and a buffered source's 0.7 s between batches.
@@ -351,7 +358,10 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
 
     private func stallTimerFired() {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard let lastStepWall, Date().timeIntervalSince(lastStepWall) >= Self.stallSeconds - 0.5 else { return }
+        stallTimerArmed = false
+        guard let lastStepWall else { return }
+        let quiet = Date().timeIntervalSince(lastStepWall)
+        if quiet < Self.stallSeconds - 0.5 { return scheduleStallTimer(after: Self.stallSeconds - quiet) }
         guard activity.state == .walking || cadence.stepsPerMinute(now: lastSampleTime) > 0 else { return }
         logger.debug("no step for \(Int(Self.stallSeconds)) s and no sample to say so: the walk ends here")
         endWalk(pauseDetectedAt: lastSampleWall)

@@ -4,7 +4,7 @@
 SWIFT ?= swift
 CONFIG ?= release
 
-.PHONY: all setup build release-small run test unit-tests integration-tests clean
+.PHONY: all setup build release-small run test clean
 
 all: build
 

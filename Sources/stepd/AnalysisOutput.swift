@@ -12,7 +12,7 @@ enum AnalysisFormat: String, ExpressibleByArgument, CaseIterable, Sendable {
     case json
     /// `time,steps,cadence_spm,walking_s`, one row a recorded minute.
     case minutes
-    /// `day,steps,distance_m,walking_min,bouts,peak_1min_spm,peak_30min_spm,recorded_min`.
+    /// `date,steps,distance_m,walking_min,bouts,peak_1min_spm,peak_30min_spm,recorded_min`.
     case daily
     /// `start,end,steps,cadence_spm`, one row a walking bout.
     case bouts
@@ -27,7 +27,7 @@ enum AnalysisFormat: String, ExpressibleByArgument, CaseIterable, Sendable {
     }
 
     static let minutesHeader = "time,steps,cadence_spm,walking_s"
-    static let dailyHeader = "day,steps,distance_m,walking_min,bouts,peak_1min_spm,peak_30min_spm,recorded_min"
+    static let dailyHeader = "date,steps,distance_m,walking_min,bouts,peak_1min_spm,peak_30min_spm,recorded_min"
     static let boutsHeader = "start,end,steps,cadence_spm"
 }
 

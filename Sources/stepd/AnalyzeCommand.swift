@@ -37,7 +37,7 @@ struct Analyze: ParsableCommand {
     @Option(help: "Files analysed at once (default: the number of cores).")
     var jobs: Int?
 
-    @Flag(help: "Also print where each file's time went: gunzip, parse, pipeline.")
+    @Flag(help: "Also print, on standard error, where each file's time went: gunzip, parse, pipeline.")
     var verbose = false
 
     @Argument(help: "The recordings.")
@@ -100,7 +100,8 @@ struct Analyze: ParsableCommand {
                 if printed == .summary { print(result.summaryLine) }
                 if jsonLines, let line = try? result.json(clock: result.clock, strideMeters: settings.strideMeters,
                                                           stepTimes: result.stepTimes) { print(line) }
-                if verbose { print(result.timingLine) }
+                // On standard error: standard output may be a CSV or JSON that a line of figures would break.
+                if verbose { FileHandle.standardError.write(Data("stepd: \(result.path):\(result.timingLine)\n".utf8)) }
             case .failure(let failure):
                 FileHandle.standardError.write(Data("stepd: \(failure.description)\n".utf8))
             }

@@ -53,7 +53,7 @@ final class RecordingAnalysis {
         var result = AnalysisResult(path: path, detector: settings.detector.rawValue)
         let started = RecordingReader.monotonicSeconds()
         do {
-            result.read = try RecordingReader.stream(path: path) { chunk in
+            result.read = try RecordingReader.stream(path: path, acceptingCutShort: true) { chunk in
                 if state == nil {
                     state = try PassState(first: chunk.samples[0], settings: settings, floors: floors, makeOutputs: makeOutputs)
                     result.startIgnored = settings.startUnixSeconds != nil && state!.clock.unixOffsetSeconds == 0
@@ -61,8 +61,7 @@ final class RecordingAnalysis {
                 try state!.feed(&chunk, into: pipeline, result: &result)
                 progress(chunk.compressedOffset, result.samples)
             }
-        } catch let error as RecordingError where error.isCutShort && state != nil {
-            if case .corruptGzip(_, let line, _) = error { result.cutShortAfterLine = line }
+            result.cutShortAfterLine = result.read.cutShortAfterLine
         } catch let error as RecordingError {
             throw AnalysisFailure(description: "\(error)", status: error.isMissingInput ? .noInput : .dataError)
         }
@@ -134,6 +133,7 @@ private struct PassState {
         let outputs = self.outputs
         activity.finish(minute: { outputs.minute($0) }, bout: { outputs.bout($0) })
         result.steps = activity.totalSteps
+        result.lateSteps = activity.lateSteps
         result.samplesRejected = pipeline.samplesRejected
         result.days = activity.days
         result.bouts = activity.bouts
@@ -164,6 +164,8 @@ struct AnalysisResult {
     var gaps = 0
     var gapSeconds = 0.0
     var longestGapSeconds = 0.0
+    /// Steps the detector reported after their minute had been written: counted in the oldest open minute.
+    var lateSteps = 0
     var clockJumpsBack = 0
     /// The line where the clock first went back, and by how much.
     var firstClockBack: (line: Int, seconds: Double)?
@@ -188,7 +190,10 @@ struct AnalysisResult {
     /// The one line `stepd analyze` prints for the recording (the first part is what it always printed).
     var summaryLine: String {
         var details = ["\(samples) samples", "detector \(detector)"]
-        if gaps > 0 { details.append(String(format: "%d gap%@, %.1f h not recorded", gaps, gaps == 1 ? "" : "s", gapSeconds / 3600)) }
+        if gaps > 0 {
+            details.append(String(format: "%d gap%@, %.1f h not recorded (longest %.1f h)", gaps, gaps == 1 ? "" : "s",
+                                  gapSeconds / 3600, longestGapSeconds / 3600))
+        }
         if let floors { details.append("floors \(floors.ascended) up, \(floors.descended) down") }
         return "\(path): \(steps) steps in \(String(format: "%.1f", durationSeconds)) s (\(details.joined(separator: ", ")))"
     }
@@ -206,19 +211,22 @@ struct AnalysisResult {
         if let line = cutShortAfterLine {
             lines.append("\(path): the gzip stream is cut short after line \(line); analysed up to the last whole row")
         }
+        if lateSteps > 0 {
+            lines.append("\(path): \(lateSteps) step\(lateSteps == 1 ? " was" : "s were") reported after \(lateSteps == 1 ? "its" : "their") minute had been written; counted in the next minute (the total is right)")
+        }
         return lines
     }
 
     /// The split of one pass's time, for `--verbose`.
     var timingLine: String {
         let rest = max(0, wallSeconds - read.gunzipSeconds - read.parseSeconds - pipelineSeconds)
-        return String(format: "  %.2f s: gunzip %.2f s, parse %.2f s, pipeline %.2f s, analysis and output %.2f s; %.2f million samples/s",
+        return String(format: " %.2f s: gunzip %.2f s, parse %.2f s, pipeline %.2f s, analysis and output %.2f s; %.2f million samples/s",
                       wallSeconds, read.gunzipSeconds, read.parseSeconds, pipelineSeconds, rest,
                       Double(samples) / max(wallSeconds, 1e-9) / 1e6)
     }
 
     struct JSONDay: Encodable {
-        var day: String
+        var date: String
         var steps: Int
         var distance_m: Double
         var walking_min: Double
@@ -240,6 +248,7 @@ struct AnalysisResult {
         var bouts: Int
         var gaps: Int
         var gap_s: Double
+        var longest_gap_s: Double
         var clock_jumps_back: Int
         var cut_short: Bool
         var days: [JSONDay]
@@ -256,10 +265,10 @@ struct AnalysisResult {
             steps: steps, step_times: stepTimes?.map { round($0, 1000) }, detector: detector, samples: samples,
             samples_rejected: samplesRejected, duration_s: round(durationSeconds, 1000),
             start: clock.unixOffsetSeconds.flatMap { offset in firstTime.map { labeler.label($0 + offset, fractional: true) } },
-            walking_s: round(walkingSeconds, 10), bouts: bouts, gaps: gaps, gap_s: round(gapSeconds, 10),
+            walking_s: round(walkingSeconds, 10), bouts: bouts, gaps: gaps, gap_s: round(gapSeconds, 10), longest_gap_s: round(longestGapSeconds, 10),
             clock_jumps_back: clockJumpsBack, cut_short: cutShortAfterLine != nil,
             days: days.map { day in
-                JSONDay(day: clock.dayLabel(day.day), steps: day.steps, distance_m: round(Double(day.steps) * strideMeters, 10),
+                JSONDay(date: clock.dayLabel(day.day), steps: day.steps, distance_m: round(Double(day.steps) * strideMeters, 10),
                         walking_min: round(day.walkingSeconds / 60, 10), bouts: day.bouts,
                         peak_1min_spm: day.peakOneMinuteStepsPerMinute,
                         peak_30min_spm: day.peakThirtyMinuteStepsPerMinute.map { round($0, 10) }, recorded_min: day.recordedMinutes)

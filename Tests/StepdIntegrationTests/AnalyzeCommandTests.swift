@@ -76,9 +76,10 @@ final class AnalyzeCommandTests: XCTestCase {
         try write(walk + shifted(walk, by: 3 * 3600), to: gapped)
         let result = try runCommand(Binaries.stepd, ["analyze", "--output", dir.path, "--format", "minutes", "--format", "json", gapped])
         XCTAssertEqual(result.status, 0, result.stderr)
-        XCTAssertTrue(result.stdout.contains("1 gap, 3.0 h not recorded"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("1 gap, 3.0 h not recorded (longest 3.0 h)"), result.stdout)
         let summary = try json(String(contentsOfFile: dir.file("gapped.json"), encoding: .utf8))
         XCTAssertEqual(summary["gaps"] as? Int, 1)
+        XCTAssertEqual(try XCTUnwrap(summary["longest_gap_s"] as? Double), 3 * 3600 - 100, accuracy: 1)
         let single = try wholeFileCount(Binaries.bundledRecording)
         XCTAssertEqual(Double(try XCTUnwrap(summary["steps"] as? Int)), Double(2 * single), accuracy: 1)
         let minutes = try rows(dir.file("gapped.minutes.csv")).map { Int($0[0])! }
@@ -123,6 +124,42 @@ final class AnalyzeCommandTests: XCTestCase {
         let again = try json(try runCommand(Binaries.stepd, ["analyze", "--json", plain]).stdout)
         XCTAssertEqual(summary["steps"] as? Int, again["steps"] as? Int)
         XCTAssertGreaterThan(try XCTUnwrap(summary["steps"] as? Int), 50)
+    }
+
+    /// The headers docs/analysis.md documents, and --verbose's figures on standard error, so that a CSV or JSON
+    /// on standard output stays one; a gzip cut short still says where its time went.
+    func testHeadersAreTheDocumentedOnesAndVerboseFiguresGoToStandardError() throws {
+        let headers = ["minutes": "time,steps,cadence_spm,walking_s", "bouts": "start,end,steps,cadence_spm",
+                       "daily": "date,steps,distance_m,walking_min,bouts,peak_1min_spm,peak_30min_spm,recorded_min"]
+        for (format, header) in headers {
+            let result = try runCommand(Binaries.stepd, ["analyze", "--format", format, "--verbose", Binaries.bundledRecording])
+            XCTAssertEqual(result.status, 0, result.stderr)
+            let lines = result.stdout.split(separator: "\n").map(String.init)
+            XCTAssertEqual(lines.first, header)
+            let columns = header.split(separator: ",").count
+            for line in lines.dropFirst() {
+                XCTAssertEqual(line.split(separator: ",", omittingEmptySubsequences: false).count, columns, "\(format): \(line)")
+            }
+            XCTAssertTrue(result.stderr.contains("gunzip"), result.stderr)
+        }
+        let json = try runCommand(Binaries.stepd, ["analyze", "--json", "--verbose", Binaries.bundledRecording])
+        XCTAssertNoThrow(try self.json(json.stdout), "standard output is the JSON alone")
+
+        // Twenty walks in a row (200,000 rows), so that reading half of them takes milliseconds that show.
+        let dir = try TemporaryDirectory()
+        let walk = try RecordingReader.read(path: Binaries.bundledRecording)
+        try write((0..<20).flatMap { shifted(walk, by: Double($0) * 100.01) }, to: dir.file("long.csv"))
+        _ = try runCommand("/bin/gzip", [dir.file("long.csv")])
+        let whole = try Data(contentsOf: URL(fileURLWithPath: dir.file("long.csv.gz")))
+        let cut = dir.file("cut.csv.gz")
+        try whole.prefix(whole.count / 2).write(to: URL(fileURLWithPath: cut))
+        let verbose = try runCommand(Binaries.stepd, ["analyze", "--verbose", cut])
+        XCTAssertEqual(verbose.status, 0, verbose.stderr)
+        let timing = try XCTUnwrap(verbose.stderr.split(separator: "\n").first { $0.contains("gunzip") }, verbose.stderr)
+        let match = try XCTUnwrap(timing.range(of: #"gunzip ([0-9.]+) s, parse ([0-9.]+) s"#, options: .regularExpression))
+        let figures = timing[match].split(separator: " ").compactMap { Double($0.trimmingCharacters(in: .punctuationCharacters)) }
+        XCTAssertEqual(figures.count, 2, String(timing))
+        XCTAssertGreaterThan(figures.reduce(0, +), 0, "the split of a pass cut short is kept: \(timing)")
     }
 
     func testStartAndUnixTimeGiveWallClockMinutesAndDays() throws {

@@ -33,12 +33,20 @@ final class ReplayDaemonTests: XCTestCase {
         }
     }
 
+    /// One trace of each shared set (a phone in a pocket, 15 minutes of free living on a wrist, a lower-back walk
+    /// with a turn): streaming analysis and the live daemon count the same steps.
     func testReplayOfASharedTraceEqualsOfflineAnalysis() throws {
-        let trace = try Binaries.sharedData("steps/oxford-phone/pixel_jamie_hard_frontpocket_1/accel.csv.gz")
-        for detector in ["threshold", "peak"] {
-            let offline = try analyze(trace.path, detector: detector)
-            let live = try replayCount(trace.path, detector: detector, speed: 100)
-            XCTAssertEqual(live.steps, offline.steps, "detector \(detector)")
+        let traces = [("oxford-phone/pixel_jamie_hard_frontpocket_1", ["threshold", "peak"]),
+                      ("oxwalk-wrist/oxwalk_p30_wrist_first", ["peak"]),
+                      ("lowerback-turns/s01_t1", ["peak"])]
+        for (name, detectors) in traces {
+            let trace = try Binaries.sharedData("steps/\(name)/accel.csv.gz")
+            for detector in detectors {
+                let offline = try analyze(trace.path, detector: detector)
+                let live = try replayCount(trace.path, detector: detector, speed: 100)
+                XCTAssertEqual(live.steps, offline.steps, "\(name), detector \(detector)")
+                XCTAssertEqual(live.status["samples_in"] as? Int, offline.samples, name)
+            }
         }
     }
 

@@ -20,9 +20,11 @@ public enum RecordingReader {
     /// Reads the recording in one pass and hands its samples to `body` in chunks of at most `chunkSamples`,
     /// in order, so memory does not grow with the recording. The chunk is lent `inout`: `body` may change its
     /// samples in place (correct a clock) without a copy; the reader empties it after. Throws as `read` does; when the gzip stream is
-    /// cut short (`RecordingError.isCutShort`), every row before the cut has been handed over first.
+    /// cut short (`RecordingError.isCutShort`), every row before the cut has been handed over first, and with
+    /// `acceptingCutShort` (and a row before the cut) the pass returns its figures with `cutShortAfterLine` set
+    /// instead of throwing: a recorder that lost power leaves a good recording up to its last whole row.
     @discardableResult
-    public static func stream(path: String, chunkSamples: Int = 4096,
+    public static func stream(path: String, chunkSamples: Int = 4096, acceptingCutShort: Bool = false,
                               _ body: (inout RecordingChunk) throws -> Void) throws -> RecordingStreamStats {
         let (file, gzipName) = try open(path: path)
         defer { gzclose(file) }
@@ -70,7 +72,8 @@ public enum RecordingReader {
             }
         } catch let error as RecordingError where error.isCutShort {
             try deliver()
-            throw error
+            guard acceptingCutShort, stats.samples > 0, case .corruptGzip(_, let line, _) = error else { throw error }
+            stats.cutShortAfterLine = line
         }
         account()
         return stats
@@ -245,6 +248,8 @@ public struct RecordingStreamStats: Sendable, Equatable {
     public var gunzipSeconds = 0.0
     /// Splitting lines and parsing numbers: the reader's time less zlib's and the consumer's.
     public var parseSeconds = 0.0
+    /// The last line read when the gzip stream ended early (`stream(acceptingCutShort: true)`); nil otherwise.
+    public var cutShortAfterLine: Int?
 
     public init() {}
 }

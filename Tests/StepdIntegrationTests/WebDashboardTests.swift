@@ -150,6 +150,31 @@ final class WebDashboardTests: XCTestCase {
         try waitOnPage("document.querySelectorAll('#daily rect.bar').length > 0", timeout: 20, "today's bar in the 30-day chart")
     }
 
+    /// Today's bar in the 30-day chart is the sum of today's hours, at every moment while steps come in (the
+    /// two charts once refreshed on separate timers, 5 and 10 s, and disagreed by the steps between).
+    func testTodaysDailyBarIsTheSumOfTodaysHours() throws {
+        let bars = """
+            (() => {
+              const hours = [...document.querySelectorAll('#hourly rect.bar')].reduce((sum, bar) => sum + Number(bar.dataset.steps), 0);
+              const today = document.querySelector('#daily rect.bar.current');
+              return [hours, today ? Number(today.dataset.steps) : 0];
+            })()
+            """
+        try waitOnPage("\(bars).every((steps) => steps > 0)", timeout: 40, "today's bars in both charts")
+        var seen: [[Int]] = []
+        let first = try f.daemon.connect().request(["cmd": "steps"])["steps"] as? Int ?? 0
+        // Sampled over 12 s of walking, longer than either chart's refresh interval.
+        for _ in 0..<40 {
+            seen.append(try page(bars) as? [Int] ?? [])
+            usleep(300_000)
+        }
+        let last = try f.daemon.connect().request(["cmd": "steps"])["steps"] as? Int ?? 0
+        XCTAssertGreaterThan(last, first, "no steps while sampling: the test saw no refresh")
+        let differing = seen.filter { $0.count != 2 || $0[0] != $0[1] }
+        XCTAssertTrue(differing.isEmpty, "[sum of today's hours, today's bar] differ in \(differing.count) of \(seen.count) samples: \(differing.prefix(5))")
+        XCTAssertGreaterThan(Set(seen.map { $0.first ?? 0 }).count, 1, "the charts did not refresh while sampling")
+    }
+
     func testMapPolylineHasAsManyPointsAsTrack() throws {
         // Wait until the daemon has the whole log, then for the page to draw the same track.
         let deadline = Date().addingTimeInterval(40)

@@ -78,7 +78,8 @@ function describeStatus(status) {
   else if (source.state === "finished") fine.push("replay finished");
   else fine.push(source.demo ? "demo recording" : `${source.kind} running`);
   const gps = status.gps;
-  if (!gps) fine.push("GPS off");
+  // Switched off (--no-gps) is a choice, said in grey; a gpsd that does not answer is a problem.
+  if (!gps || (gps.state === "unavailable" && (gps.error || "").startsWith("GPS disabled"))) fine.push("GPS off");
   else if (gps.state === "unavailable") problems.push("GPS off: gpsd not reachable");
   else if (gps.state === "no_fix") problems.push("GPS: no fix");
   else if (gps.last_fix_age_s > 10) problems.push(`GPS stale: last fix ${Math.round(gps.last_fix_age_s)} s ago`);

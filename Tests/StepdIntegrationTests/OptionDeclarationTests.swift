@@ -3,12 +3,16 @@ import XCTest
 
 /// `stepd run`'s flags, as the built binary's ArgumentParser describes them (--experimental-dump-help),
 /// equal the declarations the docs are generated from (docs/configuration.md's table, itself checked
-/// against ConfigOption.all by ConfigFileTests); and the man pages list every subcommand and flag.
+/// against ConfigOption.all by ConfigFileTests); the man pages list every subcommand and flag; and docs/web.md's
+/// option table is stepd-web's --help.
 final class OptionDeclarationTests: XCTestCase {
     struct Argument {
         var name: String
         var abstract: String
         var defaultValue: String?
+        /// "option" (takes a value) or "flag".
+        var kind: String = "option"
+        var valueName: String?
     }
 
     struct Command {
@@ -29,7 +33,8 @@ final class OptionDeclarationTests: XCTestCase {
             guard argument["shouldDisplay"] as? Bool ?? true,
                   let long = (argument["names"] as? [[String: Any]])?.first(where: { $0["kind"] as? String == "long" })?["name"] as? String
             else { return nil }
-            return Argument(name: long, abstract: argument["abstract"] as? String ?? "", defaultValue: argument["defaultValue"] as? String)
+            return Argument(name: long, abstract: argument["abstract"] as? String ?? "", defaultValue: argument["defaultValue"] as? String,
+                            kind: argument["kind"] as? String ?? "option", valueName: argument["valueName"] as? String)
         }
         let subcommands = (object["subcommands"] as? [[String: Any]] ?? []).filter { $0["shouldDisplay"] as? Bool ?? true }.map(command)
         return Command(name: object["commandName"] as? String ?? "", arguments: arguments, subcommands: subcommands)
@@ -67,6 +72,36 @@ final class OptionDeclarationTests: XCTestCase {
             let shown = flag.abstract.firstMatch(of: #/\(default: ([^)]*)\)$/#).map { String($0.1) }
             if let shown, !doc.defaultText.hasPrefix("(") {
                 XCTAssertEqual(shown, doc.defaultText, "--\(flag.name): --help's default differs from the docs'")
+            }
+        }
+    }
+
+    /// docs/web.md's option table says what `stepd-web --help` says: the same options, each with its value's
+    /// name and its default.
+    func testWebOptionTableIsStepdWebsHelp() throws {
+        let text = try String(contentsOf: Binaries.repository.appendingPathComponent("docs/web.md"), encoding: .utf8)
+        let table = try XCTUnwrap(text.components(separatedBy: "## Options").dropFirst().first?.components(separatedBy: "\n## ").first)
+        var documented: [String: (valueName: String?, defaultText: String)] = [:]
+        for line in table.split(separator: "\n") where line.hasPrefix("| `--") {
+            let cells = line.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard cells.count >= 4 else { continue }
+            let words = cells[1].trimmingCharacters(in: ["`"]).split(separator: " ", maxSplits: 1).map(String.init)
+            documented[String(words[0].dropFirst(2))] = (words.count > 1 ? words[1] : nil, cells[2].trimmingCharacters(in: ["`"]))
+        }
+        let help = try dump(Binaries.stepdWeb).arguments.filter { $0.name != "help" }
+        XCTAssertEqual(Set(help.map(\.name)), Set(documented.keys), "stepd-web --help's options and docs/web.md's table differ")
+        for argument in help {
+            guard let doc = documented[argument.name] else { continue }
+            guard argument.kind == "option" else {
+                XCTAssertNil(doc.valueName, "--\(argument.name) is a flag: it takes no value")
+                continue
+            }
+            XCTAssertEqual(doc.valueName?.lowercased(), argument.valueName?.lowercased(), "--\(argument.name)'s value")
+            guard let shown = argument.defaultValue else { continue }  // no fixed default: the docs explain it
+            if let number = Double(shown) {
+                XCTAssertEqual(Double(doc.defaultText), number, "--\(argument.name)'s default: --help \(shown), docs \(doc.defaultText)")
+            } else {
+                XCTAssertEqual(doc.defaultText, shown, "--\(argument.name)'s default")
             }
         }
     }

@@ -78,7 +78,8 @@ function describeStatus(status) {
   else if (source.state === "finished") fine.push("replay finished");
   else fine.push(source.demo ? "demo recording" : `${source.kind} running`);
   const gps = status.gps;
-  if (!gps) fine.push("GPS off");
+  // Switched off (--no-gps) is a choice, said in grey; a gpsd that does not answer is a problem.
+  if (!gps || (gps.state === "unavailable" && (gps.error || "").startsWith("GPS disabled"))) fine.push("GPS off");
   else if (gps.state === "unavailable") problems.push("GPS off: gpsd not reachable");
   else if (gps.state === "no_fix") problems.push("GPS: no fix");
   else if (gps.last_fix_age_s > 10) problems.push(`GPS stale: last fix ${Math.round(gps.last_fix_age_s)} s ago`);
@@ -123,21 +124,26 @@ async function start() {
   }, settings.motion_rate_hz);
 
   const refreshSteps = throttled(async () => showSteps(await api("/api/steps")), 1000);
-  const refreshHourly = throttled(async () => {
-    const history = await api("/api/history?bin=hour");
-    drawHourly($("hourly"), history);
-    $("today-total").textContent = `· ${history.steps.toLocaleString()} steps`;
+  // Both charts from one refresh: today's bar in the 30-day chart is the sum of today's hours from the same
+  // reply, so the two never disagree. The earlier days do not change; they are asked for again only when
+  // the daemon's date moves on or the page reconnects.
+  let days = null;
+  const refreshCharts = throttled(async () => {
+    const today = await api("/api/history?bin=hour");
+    if (!days || days.to.slice(0, 10) !== today.to.slice(0, 10)) {
+      days = await api(`/api/history?bin=day&days=${DAYS}`);
+    }
+    drawHourly($("hourly"), today);
+    $("today-total").textContent = `· ${today.steps.toLocaleString()} steps`;
+    const earlier = drawDaily($("daily"), days, DAYS, today);
+    $("days-total").textContent = `· ${(earlier + today.steps).toLocaleString()} steps`;
   }, 5000);
-  const refreshDaily = throttled(async () => {
-    const history = await api(`/api/history?bin=day&days=${DAYS}`);
-    drawDaily($("daily"), history, DAYS);
-    $("days-total").textContent = `· ${history.steps.toLocaleString()} steps`;
-  }, 10000);
   const refreshTrack = throttled(async () => walkMap.showTrack(await api("/api/track")), 2000);
   const refreshVisits = throttled(async () => walkMap.showVisits(await api("/api/visits")), 2000);
   const refreshPosition = throttled(async () => walkMap.showPosition(await api("/api/position")), 1000);
   const refreshAll = () => {
-    refreshSteps(); refreshHourly(); refreshDaily(); refreshTrack(); refreshVisits(); refreshPosition();
+    days = null;
+    refreshSteps(); refreshCharts(); refreshTrack(); refreshVisits(); refreshPosition();
   };
 
   const events = new EventSource("/api/events");
@@ -154,7 +160,7 @@ async function start() {
     switch (message.class) {
       case "STEP":
         $("steps").textContent = message.steps.toLocaleString();
-        refreshSteps(); refreshHourly(); refreshDaily();
+        refreshSteps(); refreshCharts();
         break;
       case "PEDOMETER": showSteps(message); break;
       case "ACTIVITY": $("activity").textContent = message.state; break;

@@ -48,14 +48,18 @@ function drawHourly(svg, history) {
   drawBars(svg, slots, 3);
 }
 
-// `history` with bin=day over `days` days ending today (the date of `to`).
-function drawDaily(svg, history, days) {
-  const today = history.to.slice(0, 10);
+// `history` with bin=day over `days` days ending today, with today's bar the sum of `todayByHour` (the
+// hourly chart's reply, whose `to` says which day today is): newer than today's day bin, and the same
+// number as the hourly chart. Returns the steps of the days before today.
+function drawDaily(svg, history, days, todayByHour) {
+  const today = todayByHour.to.slice(0, 10);
   const steps = new Map(history.bins.map((bin) => [bin.date, bin.steps]));
+  steps.set(today, todayByHour.steps);
   const slots = [];
   for (let back = days - 1; back >= 0; back--) {
     const date = new Date(Date.parse(today + "T00:00:00Z") - back * 86400000).toISOString().slice(0, 10);
     slots.push({ steps: steps.get(date) || 0, short: date.slice(8, 10), label: date, current: back === 0 });
   }
   drawBars(svg, slots, 5);
+  return slots.slice(0, -1).reduce((sum, slot) => sum + slot.steps, 0);
 }

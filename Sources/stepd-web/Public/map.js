@@ -1,9 +1,9 @@
 // The map seed's screen with Leaflet: the track, the position with its accuracy circle, the visits, and
-// following the position until the user pans (then not for 10 s). With no tiles (an offline board, or
+// following the position until the user moves the map (then not for 10 s). With no tiles (an offline board, or
 // --tiles none) the same layers are drawn on a metric grid with a scale bar, never a blank square.
 "use strict";
 
-const FOLLOW_PAUSE_MS = 10000;   // the map seed: a pan stops following for 10 s
+const FOLLOW_PAUSE_MS = 10000;   // the map seed: a pan stops following for 10 s after it ends
 const TILE_WAIT_MS = 8000;       // no tile loaded by then: treat the tile server as unreachable
 
 // Grid lines every 1, 2 or 5 × 10^k metres, the step chosen so that lines are at least 60 px apart.
@@ -62,13 +62,29 @@ class WalkMap {
     this.lastUserMove = 0;
     this.offline = false;
     this.placed = false;
-    // Only the user drags; a zoom by wheel, pinch or the buttons is the user too.
-    this.map.on("dragstart", () => { this.lastUserMove = Date.now(); });
-    element.addEventListener("wheel", () => { this.lastUserMove = Date.now(); }, { passive: true });
-    element.addEventListener("touchstart", () => { this.lastUserMove = Date.now(); }, { passive: true });
-    this.map.zoomControl.getContainer().addEventListener("click", () => { this.lastUserMove = Date.now(); });
+    // Every move of the map that this code did not make is the user's: a drag, the wheel, a pinch, a double
+    // click or tap, the keyboard, a shift-drag box zoom, the zoom buttons, and whatever Leaflet adds. The
+    // page's own moves are made inside ownMove(), without animation, so their movestart comes while
+    // this.moving is set. The pause runs from the end of the user's move (an animated zoom ends later).
+    this.moving = false;
+    this.userMoving = false;
+    this.map.on("movestart", () => {
+      if (this.moving) return;
+      this.userMoving = true;
+      this.lastUserMove = Date.now();
+    });
+    this.map.on("moveend", () => {
+      if (this.userMoving) this.lastUserMove = Date.now();
+      this.userMoving = false;
+    });
     if (settings.tiles) this.startTiles(settings.tiles, settings.attribution);
     else this.goOffline("no tile server configured (--tiles none)");
+  }
+
+  // Runs a move of the page's own (synchronous: no animation), which must not pause following.
+  ownMove(move) {
+    this.moving = true;
+    try { move(); } finally { this.moving = false; }
   }
 
   startTiles(url, attribution) {
@@ -107,7 +123,7 @@ class WalkMap {
     this.pointCount = coordinates.length;
     this.distance = reply.distance_m;
     if (!this.placed && coordinates.length > 0) {
-      this.map.fitBounds(this.track.getBounds(), { maxZoom: 17, padding: [20, 20] });
+      this.ownMove(() => this.map.fitBounds(this.track.getBounds(), { maxZoom: 17, padding: [20, 20], animate: false }));
       this.placed = true;
       if (this.grid) this.grid.referenceLat = this.map.getCenter().lat, this.grid.redraw();
     }
@@ -127,12 +143,12 @@ class WalkMap {
       this.position.setLatLng(at);
     }
     if (!this.placed) {
-      this.map.setView(at, 17);
+      this.ownMove(() => this.map.setView(at, 17, { animate: false }));
       this.placed = true;
       if (this.grid) this.grid.referenceLat = position.lat, this.grid.redraw();
       this.updateNote();
-    } else if (Date.now() - this.lastUserMove > FOLLOW_PAUSE_MS) {
-      this.map.panTo(at, { animate: false });
+    } else if (!this.userMoving && Date.now() - this.lastUserMove > FOLLOW_PAUSE_MS) {
+      this.ownMove(() => this.map.panTo(at, { animate: false }));
     }
   }
 

@@ -120,6 +120,16 @@ final class Chromium {
         }
     }
 
+    /// What every page opened by `open` runs first: alert(), confirm(), prompt() and window.open() are noted
+    /// in `window.stepdTestDialogs` instead of opening anything (a dialog in a headless tab would block every
+    /// later `evaluate`), so that a test can check that the page never opened one.
+    static let dialogRecorder = """
+        window.stepdTestDialogs = [];
+        for (const name of ["alert", "confirm", "prompt", "open"]) {
+          window[name] = (...args) => { window.stepdTestDialogs.push(`${name}: ${args.join(" ")}`); return null; };
+        }
+        """
+
     /// Opens `url` in a new tab of `width`×`height` and returns the tab's session for `evaluate`.
     func open(_ url: String, width: Int = 1280, height: Int = 1000) throws -> String {
         let target = try send("Target.createTarget", ["url": "about:blank"])
@@ -128,8 +138,32 @@ final class Chromium {
         let session = try XCTUnwrap(attached["sessionId"] as? String)
         try send("Emulation.setDeviceMetricsOverride",
                  ["width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600], session: session)
+        try send("Page.enable", session: session)  // without it the script below is not run
+        try send("Page.addScriptToEvaluateOnNewDocument", ["source": Self.dialogRecorder], session: session)
         try send("Page.navigate", ["url": url], session: session)
         return session
+    }
+
+    /// A left click (`count` 2: a double click) at the page's CSS pixel (`x`, `y`), as a mouse makes it:
+    /// pointer and mouse events, then click or dblclick.
+    func click(x: Double, y: Double, count: Int = 1, session: String) throws {
+        try send("Input.dispatchMouseEvent", ["type": "mouseMoved", "x": x, "y": y], session: session)
+        for clickCount in 1...count {
+            for type in ["mousePressed", "mouseReleased"] {
+                try send("Input.dispatchMouseEvent",
+                         ["type": type, "x": x, "y": y, "button": "left", "buttons": type == "mousePressed" ? 1 : 0,
+                          "clickCount": clickCount], session: session)
+            }
+        }
+    }
+
+    /// A key pressed and released in the focused element, e.g. ("ArrowLeft", 37): `key` as KeyboardEvent.key,
+    /// `keyCode` as KeyboardEvent.keyCode (Windows virtual-key codes, which is what pages such as Leaflet read).
+    func press(key: String, keyCode: Int, session: String) throws {
+        for type in ["rawKeyDown", "keyUp"] {
+            try send("Input.dispatchKeyEvent", ["type": type, "key": key, "code": key, "windowsVirtualKeyCode": keyCode,
+                                                "nativeVirtualKeyCode": keyCode], session: session)
+        }
     }
 
     /// The value of a JavaScript expression in the page (JSON-compatible values only).
@@ -142,18 +176,15 @@ final class Chromium {
         return (result["result"] as? [String: Any])?["value"]
     }
 
-    /// Polls `expression` until it is true, or fails with what it last was.
-    func waitUntil(_ expression: String, session: String, timeout: TimeInterval = 30, _ what: String) throws {
-        let deadline = Date().addingTimeInterval(timeout)
+    /// Polls `expression` until it is true; a timeout throws one failure (WaitTimedOut) with what it last was.
+    func waitUntil(_ expression: String, session: String, timeout: TimeInterval = 30, _ what: String,
+                   file: StaticString = #filePath, line: UInt = #line) throws {
         var last: Any?
-        while Date() < deadline {
+        try pollUntil(what, timeout: timeout, every: 0.1, detail: "\(expression) was \(last ?? "nil")", file: file, line: line) {
             // While the page loads, the expression may throw (no such element yet): not yet true.
             do { last = try evaluate(expression, session: session) } catch { last = error }
-            if last as? Bool == true { return }
-            usleep(100_000)
+            return last as? Bool == true
         }
-        XCTFail("timed out after \(timeout) s waiting for \(what) (\(expression), last \(last ?? "nil"))")
-        throw ChromiumError.timeout(what)
     }
 }
 

@@ -1,0 +1,49 @@
+import Foundation
+import XCTest
+
+/// The dashboard's status line (docs/web.md, "Status line") in the states a board meets, read from the page in
+/// headless Chromium: said there quietly, never in a pop-up.
+final class WebStatusLineTests: XCTestCase {
+    override func setUpWithError() throws {
+        _ = try Chromium.requireBrowser()
+    }
+
+    func testSensorWaitingAndGpsdNotAnsweringAreSaidInTheStatusLine() throws {
+        let directory = try TemporaryDirectory()
+        // No --replay and no accelerometer: the daemon waits for one (what the installed service does on a board
+        // whose sensor is not there yet); nobody listens on its gpsd port.
+        let daemon = try Daemon(arguments: ["--iio-uri", "local:", "--device", "no-such-accelerometer",
+                                            "--gpsd", "127.0.0.1:\(GPSDFake.freePort())", "--gps-retry-s", "0.2"],
+                                directory: directory)
+        defer { daemon.terminate() }
+        try daemon.waitUntil(timeout: 20, "the sensor waiting and gpsd unavailable") {
+            ($0["source"] as? [String: Any])?["state"] as? String == "waiting"
+                && ($0["gps"] as? [String: Any])?["state"] as? String == "unavailable"
+        }
+        let page = try DashboardPage(socket: daemon.socketPath, directory: directory)
+        defer { page.stop() }
+        try page.waitUntil("document.getElementById('status').textContent.includes('GPS')", "the status line")
+        let status = page.status
+        XCTAssertTrue(status.contains("sensor: waiting for an accelerometer"), status)
+        XCTAssertTrue(status.contains("GPS off: gpsd not reachable"), status)
+        XCTAssertEqual(try page.evaluate("document.getElementById('status').classList.contains('problem')") as? Bool, true,
+                       "problems are shown in the warning colour")
+        // A few status polls later (every 2 s), still said only there.
+        usleep(4_500_000)
+        XCTAssertTrue(page.status.contains("GPS off: gpsd not reachable"), page.status)
+        XCTAssertEqual(page.dialogs, [], "the page opened a pop-up")
+    }
+
+    func testGpsSwitchedOffIsSaidInGreyAsAChoice() throws {
+        let directory = try TemporaryDirectory()
+        let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--no-gps"], directory: directory)
+        defer { daemon.terminate() }
+        let page = try DashboardPage(socket: daemon.socketPath, directory: directory)
+        defer { page.stop() }
+        try page.waitUntil("document.getElementById('status').textContent.includes('GPS')", "the status line")
+        // --no-gps is what the user asked for: "GPS off", not "gpsd not reachable", and not a problem.
+        XCTAssertEqual(page.status, "replay running · GPS off")
+        XCTAssertEqual(try page.evaluate("document.getElementById('status').classList.contains('problem')") as? Bool, false)
+        XCTAssertEqual(page.dialogs, [], "the page opened a pop-up")
+    }
+}

@@ -5,7 +5,7 @@ import StepProtocol
 import XCTest
 
 /// The MQTT publisher's pure parts, without a broker: broker URLs, topics, payloads and keys, the outbox
-/// window's order, the throttle, when a minute is finished, Home Assistant discovery, the password file.
+/// window's order, the throttle, when a minute is finished, Home Assistant discovery, the flags, the password file.
 final class FleetTests: XCTestCase {
     func testBrokerURLs() throws {
         XCTAssertEqual(try BrokerURL(parsing: "mqtt://broker.local"), BrokerURL(tls: false, host: "broker.local", port: 1883))
@@ -19,6 +19,48 @@ final class FleetTests: XCTestCase {
         XCTAssertThrowsError(try BrokerURL(parsing: "mqtt://broker:x")) { XCTAssertEqual($0 as? BrokerURL.ParseError, .port("mqtt://broker:x")) }
         XCTAssertThrowsError(try BrokerURL(parsing: "mqtt://")) { XCTAssertEqual($0 as? BrokerURL.ParseError, .host("mqtt://")) }
         XCTAssertThrowsError(try BrokerURL(parsing: "mqtt://broker/steps")) { XCTAssertEqual($0 as? BrokerURL.ParseError, .path("mqtt://broker/steps")) }
+    }
+
+    /// stepd's MQTTOptions.validate(): the refusals that need no file, each with the flag to change.
+    func testFlagsThatCannotWorkAreRefusedBeforeAnyFileIsRead() throws {
+        func problem(_ flags: FleetFlags) -> FleetFlags.Problem? {
+            do { try flags.check(); return nil } catch { return error }
+        }
+        let url = "mqtt://broker.local"
+        // MQTT is off without a URL: every other flag would be ignored, so it is refused.
+        XCTAssertNil(try FleetFlags().check())
+        XCTAssertEqual(problem(FleetFlags(deviceID: "w7")), .needsURL(flag: "mqtt-device-id"))
+        XCTAssertEqual(problem(FleetFlags(topicPrefix: "lab/w7")), .needsURL(flag: "mqtt-topic-prefix"))
+        XCTAssertEqual(problem(FleetFlags(caFile: "/ca.crt")), .needsURL(flag: "mqtt-ca-file"))
+        XCTAssertEqual(problem(FleetFlags(keyFile: "/k")), .needsURL(flag: "mqtt-key-file"))
+        XCTAssertEqual(problem(FleetFlags(username: "u", passwordFile: "/p")), .needsURL(flag: "mqtt-username"))
+        XCTAssertEqual(problem(FleetFlags(homeAssistant: true)), .needsURL(flag: "mqtt-homeassistant"))
+        XCTAssertEqual(problem(FleetFlags(homeAssistant: true)).map(String.init(describing:)),
+                       "--mqtt-homeassistant needs --mqtt-url: MQTT is off without a broker")
+
+        XCTAssertEqual(problem(FleetFlags(url: "http://broker")), .url(.scheme("http://broker")))
+        XCTAssertEqual(problem(FleetFlags(url: url, deviceID: "a/b")), .deviceID("a/b"))
+        XCTAssertEqual(problem(FleetFlags(url: url, topicPrefix: "stepd/#")), .topicPrefix("stepd/#"))
+
+        // TLS files with a plain broker: the message gives the mqtts:// URL to write, on the TLS port unless one was chosen.
+        XCTAssertEqual(problem(FleetFlags(url: url, caFile: "/ca.crt")),
+                       .tlsFileWithoutTLS(flag: "mqtt-ca-file", suggested: "mqtts://broker.local:8883"))
+        XCTAssertEqual(problem(FleetFlags(url: "mqtt://broker.local:1884", certFile: "/c", keyFile: "/k")),
+                       .tlsFileWithoutTLS(flag: "mqtt-cert-file", suggested: "mqtts://broker.local:1884"))
+        XCTAssertEqual(problem(FleetFlags(url: url, keyFile: "/k")).map(String.init(describing:)),
+                       "--mqtt-key-file is for TLS: write the broker as mqtts://broker.local:8883")
+
+        // A client certificate needs its key, and the key its certificate.
+        XCTAssertEqual(problem(FleetFlags(url: "mqtts://broker.local", certFile: "/c")), .certificateWithoutKey)
+        XCTAssertEqual(problem(FleetFlags(url: "mqtts://broker.local", keyFile: "/k")), .certificateWithoutKey)
+        // MQTT sends a password only with a user name.
+        XCTAssertEqual(problem(FleetFlags(url: url, passwordFile: "/p")), .passwordFileWithoutUsername)
+        XCTAssertTrue("\(FleetFlags.Problem.passwordFileWithoutUsername)".contains("--mqtt-username"))
+
+        // What works: the broker comes back.
+        XCTAssertEqual(try FleetFlags(url: url, deviceID: "w7", username: "u", passwordFile: "/p", homeAssistant: true).check(),
+                       BrokerURL(tls: false, host: "broker.local", port: 1883))
+        XCTAssertEqual(try FleetFlags(url: "mqtts://broker.local", caFile: "/ca", certFile: "/c", keyFile: "/k").check()?.tls, true)
     }
 
     func testTopicsAndDeviceIDs() {

@@ -28,7 +28,7 @@ struct MQTTOptions: ParsableArguments {
     }
 
     /// The publisher's settings, or nil when MQTT is off. Files are checked here: a TLS file missing is 66,
-    /// a password file others may read is 78.
+    /// a password file others may read, or another user owns, is 78.
     func configuration() throws -> FleetConfiguration? {
         guard let broker = try flags.check() else { return nil }
         var configuration = FleetConfiguration(broker: broker, deviceID: deviceID ?? FleetConfiguration.defaultDeviceID(),

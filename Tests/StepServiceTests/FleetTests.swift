@@ -230,6 +230,29 @@ final class FleetTests: XCTestCase {
         }
     }
 
+    /// A file another user owns is refused even at mode 600: its owner could read it, or open it to others
+    /// at any time. Checked against a uid given (so it runs as any user) and, as root, with a real chown.
+    func testPasswordFileOwnedByAnotherUserIsRefused() throws {
+        let path = NSTemporaryDirectory() + "stepd-password-\(UUID().uuidString.prefix(6))"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try "s3cret\n".write(toFile: path, atomically: true, encoding: .utf8)
+        chmod(path, 0o600)
+        let me = geteuid()
+        XCTAssertEqual(try PasswordFile.read(path: path, serviceUID: me), "s3cret")
+        XCTAssertThrowsError(try PasswordFile.read(path: path, serviceUID: me + 1)) {
+            XCTAssertEqual($0 as? PasswordFile.Failure, .notOwned(path: path, owner: me, service: me + 1))
+            XCTAssertFalse(($0 as? PasswordFile.Failure)?.isMissingInput ?? true, "a configuration error (78), not missing input")
+            XCTAssertTrue("\($0)".contains("chown "), "\($0)")
+        }
+        guard me == 0 else { return }
+        let nobody: uid_t = 65_534
+        XCTAssertEqual(chown(path, nobody, gid_t.max), 0, String(cString: strerror(errno)))
+        XCTAssertThrowsError(try PasswordFile.read(path: path)) {
+            XCTAssertEqual($0 as? PasswordFile.Failure, .notOwned(path: path, owner: nobody, service: 0))
+            XCTAssertTrue("\($0)".contains("belongs to \(PasswordFile.user(nobody)) but stepd runs as root (uid 0); give it to the service: chown root \(path)"),
+                          "\($0)")
+        }
+    }
     /// The outbox in a real store: finished minutes go in once, in order, with their keys, and leave only when
     /// removed (acknowledged); the mark keeps a minute from going in twice across restarts.
     func testOutboxSealsEachFinishedMinuteOnceAndKeepsRowsUntilRemoved() throws {

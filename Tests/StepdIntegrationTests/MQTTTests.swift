@@ -154,7 +154,7 @@ final class MQTTTests: XCTestCase {
 
     /// mqtts:// with a CA made at test time, a client certificate the broker requires, and a user whose password
     /// comes from a file only the service may read; every mqtt_* key from stepd.conf alone (ConfigKeysTests).
-    /// The same file readable by its group is refused with exit status 78.
+    /// The same file readable by its group, or owned by another user, is refused with exit status 78.
     func testTLSWithATestCAClientCertificateAndPasswordFileFromStepdConf() throws {
         let directory = try TemporaryDirectory()
         try makeCertificates(in: directory)
@@ -203,5 +203,16 @@ final class MQTTTests: XCTestCase {
         XCTAssertEqual(refused.status, 78, refused.stderr)
         XCTAssertTrue(refused.stderr.contains("the MQTT password file \(passwordFile) may be read by others (mode 640)"), refused.stderr)
         XCTAssertTrue(refused.stderr.contains("chmod 600"), refused.stderr)
+
+        // Private to another user: that user could read it, or open it to others. The tests run as root; the
+        // uid-only check is unit-tested (FleetTests) for anyone.
+        guard geteuid() == 0 else { return }
+        chmod(passwordFile, 0o600)
+        XCTAssertEqual(chown(passwordFile, 65_534, gid_t.max), 0, String(cString: strerror(errno)))
+        let foreign = try runCommand(Binaries.stepd, ["--config", config, "--socket", directory.file("refused.sock"),
+                                                      "--state-dir", directory.file("refused")], timeout: 20)
+        XCTAssertEqual(foreign.status, 78, foreign.stderr)
+        XCTAssertTrue(foreign.stderr.contains("the MQTT password file \(passwordFile) belongs to "), foreign.stderr)
+        XCTAssertTrue(foreign.stderr.contains("chown root \(passwordFile)"), foreign.stderr)
     }
 }

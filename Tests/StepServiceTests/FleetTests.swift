@@ -176,12 +176,30 @@ final class FleetTests: XCTestCase {
         XCTAssertEqual(throttle.offer(now: 100), .now)
         XCTAssertEqual(throttle.offer(now: 101), .at(105))
         XCTAssertEqual(throttle.offer(now: 102), .pending)
-        throttle.trailingSent(now: 105)
+        XCTAssertTrue(throttle.trailingFired(due: 105, now: 105))
         XCTAssertEqual(throttle.offer(now: 106), .at(110))
-        throttle.trailingSent(now: 110)
+        XCTAssertTrue(throttle.trailingFired(due: 110, now: 110))
         XCTAssertEqual(throttle.offer(now: 115), .now)
         throttle.forced(now: 116)
         XCTAssertEqual(throttle.offer(now: 117), .at(121))
+    }
+
+    /// A forced send (a walk's end, a connection) while a trailing one is pending: the trailing one is dropped,
+    /// else it would follow within the interval (seen as two STEPS 0.27 s apart in MQTTTests: a walk ended and
+    /// began again at a replay's loop while the timer ran).
+    func testThrottleDropsATrailingSendAForcedOneHasOvertaken() {
+        var throttle = PublishThrottle(intervalSeconds: 5)
+        XCTAssertEqual(throttle.offer(now: 100), .now)
+        XCTAssertEqual(throttle.offer(now: 101), .at(105))
+        throttle.forced(now: 104.7)
+        XCTAssertEqual(throttle.offer(now: 104.9), .at(109.7), "the next waits the interval after the forced send")
+        XCTAssertFalse(throttle.trailingFired(due: 105, now: 105), "the first timer no longer counts")
+        XCTAssertTrue(throttle.trailingFired(due: 109.7, now: 109.7))
+        throttle.forced(now: 111)
+        XCTAssertEqual(throttle.offer(now: 112), .at(116))
+        throttle.forced(now: 113)
+        XCTAssertFalse(throttle.trailingFired(due: 116, now: 116), "overtaken, with nothing offered since")
+        XCTAssertEqual(throttle.offer(now: 118), .now)
     }
 
     func testAMinuteIsFinishedOnceNoHeldBackStepCanJoinIt() {

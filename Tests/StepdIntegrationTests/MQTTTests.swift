@@ -154,7 +154,8 @@ final class MQTTTests: XCTestCase {
 
     /// mqtts:// with a CA made at test time, a client certificate the broker requires, and a user whose password
     /// comes from a file only the service may read; every mqtt_* key from stepd.conf alone (ConfigKeysTests).
-    /// The same file readable by its group, or owned by another user, is refused with exit status 78.
+    /// While the replay walks, `<prefix>/steps` comes at most every 5 s, and does come every 5 s. The same
+    /// password file readable by its group, or owned by another user, is refused with exit status 78. ~35 s.
     func testTLSWithATestCAClientCertificateAndPasswordFileFromStepdConf() throws {
         let directory = try TemporaryDirectory()
         try makeCertificates(in: directory)
@@ -165,11 +166,16 @@ final class MQTTTests: XCTestCase {
             "cafile \(directory.file("ca.crt"))", "certfile \(directory.file("server.crt"))", "keyfile \(directory.file("server.key"))",
             "require_certificate true", "password_file \(passwords)",
         ], anonymous: false)
+        let tls = ["--cafile", directory.file("ca.crt"), "--cert", directory.file("client.crt"), "--key", directory.file("client.key"),
+                   "-u", "wearable-07", "-P", "correct horse"]
+        let steps = try MosquittoSubscriber(broker: broker, topics: ["lab/wearable-07/steps"],
+                                            arguments: tls + ["-q", "1", "-i", "stepd-test-steps"])
+        try waitForBrokerLog(broker, "Received SUBSCRIBE from stepd-test-steps")
         let passwordFile = directory.file("mqtt-password")
         try "correct horse\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
         chmod(passwordFile, 0o600)
         let settings = [
-            "replay": Binaries.bundledRecording, "speed": "4", "no_gps": "true",
+            "replay": Binaries.bundledRecording, "speed": "4", "loop": "true", "no_gps": "true",
             "mqtt_url": "mqtts://127.0.0.1:\(broker.port)", "mqtt_device_id": "wearable-07",
             "mqtt_topic_prefix": "lab/wearable-07", "mqtt_keepalive_s": "17",
             "mqtt_ca_file": directory.file("ca.crt"), "mqtt_cert_file": directory.file("client.crt"),
@@ -185,8 +191,6 @@ final class MQTTTests: XCTestCase {
         XCTAssertEqual(link["broker"] as? String, "mqtts://127.0.0.1:\(broker.port)")
         XCTAssertEqual(link["device_id"] as? String, "wearable-07")
         XCTAssertEqual(link["topic_prefix"] as? String, "lab/wearable-07")
-        let tls = ["--cafile", directory.file("ca.crt"), "--cert", directory.file("client.crt"), "--key", directory.file("client.key"),
-                   "-u", "wearable-07", "-P", "correct horse"]
         try waitForRetained(broker, "lab/wearable-07/status", "online", arguments: tls)
         let discovery = try retainedMessages(broker: broker, topics: ["homeassistant/#"], arguments: tls)
         XCTAssertNotNil(discovery["homeassistant/sensor/stepd_wearable-07/steps/config"], "\(discovery.keys)")
@@ -194,7 +198,9 @@ final class MQTTTests: XCTestCase {
         XCTAssertTrue(broker.log.contains("as stepd-wearable-07 (p2, c1, k17, u'wearable-07')"), broker.log.suffix(1500).description)
         let line = try runCommand(Binaries.stepctl, ["status", "--socket", daemon.socketPath], timeout: 10).stdout
         XCTAssertTrue(line.contains("mqtt:     connected to mqtts://127.0.0.1:\(broker.port) as lab/wearable-07; "), line)
+        try checkStepsRate(steps)
         XCTAssertEqual(daemon.terminate(), 0)
+        steps.stop()
 
         // Anyone in the file's group could read the password: refused, with what to do.
         chmod(passwordFile, 0o640)
@@ -214,5 +220,37 @@ final class MQTTTests: XCTestCase {
         XCTAssertEqual(foreign.status, 78, foreign.stderr)
         XCTAssertTrue(foreign.stderr.contains("the MQTT password file \(passwordFile) belongs to "), foreign.stderr)
         XCTAssertTrue(foreign.stderr.contains("chown root \(passwordFile)"), foreign.stderr)
+    }
+
+    /// `<prefix>/steps` while walking (FleetPublisher.stepsIntervalSeconds): never within 5 s of the message
+    /// before it, and the newest at the end of each 5 s, whatever the rate of STEPS (a batch a quarter second at 4×
+    /// replay). The message sent on connecting and a walk's end go at once; the next walking one waits 5 s after
+    /// them. The subscriber was there before the daemon connected, so every message is seen as it was sent.
+    private func checkStepsRate(_ subscriber: MosquittoSubscriber) throws {
+        var messages: [MosquittoSubscriber.Message] = []
+        func walking(_ m: MosquittoSubscriber.Message) -> Bool { m.payload.contains("\"activity\":\"walking\"") }
+        func sequence() -> String {
+            let start = messages.first?.received.timeIntervalSince1970 ?? 0
+            return messages.map { message in
+                let steps = (try? JSONSerialization.jsonObject(with: Data(message.payload.utf8)) as? [String: Any])?["steps"] ?? "?"
+                return String(format: "%.2f s %@ %@", message.received.timeIntervalSince1970 - start,
+                              walking(message) ? "walking" : "not walking", "\(steps)")
+            }.joined(separator: "; ")
+        }
+        try pollUntil("six STEPS messages while walking", timeout: 45, every: 0.5, detail: sequence()) {
+            messages = subscriber.received
+            return messages.filter(walking).count >= 6
+        }
+        XCTAssertTrue(messages.allSatisfy { $0.payload.contains("\"class\":\"STEPS\"") && $0.qos == 1 }, "\(messages.map(\.payload))")
+        var walkingGaps: [Double] = []
+        for (before, after) in zip(messages, messages.dropFirst()) where walking(after) {
+            let gap = after.received.timeIntervalSince(before.received)
+            // 0.5 s for the broker's and mosquitto_sub's delays, which differ between two messages.
+            XCTAssertGreaterThan(gap, 4.5, "two STEPS \(gap) s apart while walking: \(sequence())")
+            if walking(before) { walkingGaps.append(gap) }
+        }
+        guard !walkingGaps.isEmpty else { return XCTFail("no two STEPS in a row while walking: \(messages.map(\.payload))") }
+        let median = walkingGaps.sorted()[walkingGaps.count / 2]
+        XCTAssertLessThan(median, 6.5, "STEPS while walking should come every 5 s: \(walkingGaps)")
     }
 }

@@ -162,7 +162,7 @@ public final class FleetPublisher: @unchecked Sendable {
             case .pending: return
             case .at(let due):
                 queue.asyncAfter(deadline: .now() + max(0, due - now)) { [self] in
-                    stepsThrottle.trailingSent(now: Self.monotonicSeconds)
+                    guard stepsThrottle.trailingFired(due: due, now: Self.monotonicSeconds) else { return }
                     publishRetained(topics.steps, FleetPayloads.json(Replies.steps(engine.snapshot, id: nil)))
                 }
                 return
@@ -182,7 +182,7 @@ public final class FleetPublisher: @unchecked Sendable {
             break
         case .at(let due):
             queue.asyncAfter(deadline: .now() + max(0, due - now)) { [self] in
-                positionThrottle.trailingSent(now: Self.monotonicSeconds)
+                guard positionThrottle.trailingFired(due: due, now: Self.monotonicSeconds) else { return }
                 if let latestPosition {
                     publishRetained(topics.position, FleetPayloads.json(LocationWire.position(latestPosition, now: Date())))
                 }
@@ -366,7 +366,7 @@ public final class FleetPublisher: @unchecked Sendable {
                 publishRetained(message.topic, message.payload)
             }
         }
-        publishRetained(topics.steps, FleetPayloads.json(Replies.steps(engine.snapshot, id: nil)))
+        publishSteps(engine.snapshot, forced: true)
         if let latestPosition {
             publishRetained(topics.position, FleetPayloads.json(LocationWire.position(latestPosition, now: Date())))
         }

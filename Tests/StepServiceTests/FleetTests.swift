@@ -1,11 +1,11 @@
 import Foundation
-import GRDB
 @testable import StepService
 import StepProtocol
 import XCTest
 
 /// The MQTT publisher's pure parts, without a broker: broker URLs, topics, payloads and keys, the outbox
 /// window's order, the throttle, when a minute is finished, Home Assistant discovery, the flags, the password file.
+/// The outbox in a real store: FleetOutboxTests.
 final class FleetTests: XCTestCase {
     func testBrokerURLs() throws {
         XCTAssertEqual(try BrokerURL(parsing: "mqtt://broker.local"), BrokerURL(tls: false, host: "broker.local", port: 1883))
@@ -270,44 +270,5 @@ final class FleetTests: XCTestCase {
             XCTAssertTrue("\($0)".contains("belongs to \(PasswordFile.user(nobody)) but stepd runs as root (uid 0); give it to the service: chown root \(path)"),
                           "\($0)")
         }
-    }
-    /// The outbox in a real store: finished minutes go in once, in order, with their keys, and leave only when
-    /// removed (acknowledged); the mark keeps a minute from going in twice across restarts.
-    func testOutboxSealsEachFinishedMinuteOnceAndKeepsRowsUntilRemoved() throws {
-        let directory = NSTemporaryDirectory() + "stepd-outbox-\(UUID().uuidString.prefix(6))"
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let store = StepStore(configuration: .init(directory: directory, stepHoldBackSeconds: 10))
-        let now = Date()
-        let minute = Int64((now.timeIntervalSince1970 / 60).rounded(.down))
-        _ = store.open(fresh: .init(steps: 0, since: now.addingTimeInterval(-600)))
-        for (offset, count) in [(-5, 3), (-4, 2), (-2, 4)] {
-            for i in 0..<count {
-                store.record(.step(count: i, time: Date(timeIntervalSince1970: Double(minute + Int64(offset)) * 60 + 1 + Double(i)), distanceMeters: 0.7))
-            }
-        }
-        func wait<T>(_ call: (@escaping @Sendable (Result<T, StoreError>) -> Void) -> Void) throws -> T {
-            let box = NSLock()
-            nonisolated(unsafe) var result: Result<T, StoreError>?
-            let done = DispatchSemaphore(value: 0)
-            call { r in box.lock(); result = r; box.unlock(); done.signal() }
-            XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
-            return try XCTUnwrap(result).get()
-        }
-        let encode: @Sendable (Int64, Int, Double, Int?) -> (key: String, payload: String) = {
-            FleetPayloads.minute(device: "t", minute: $0, steps: $1, distanceMeters: $2, floors: $3)
-        }
-        XCTAssertEqual(try wait { store.startOutbox(markingSentThrough: minute - 6, completion: $0) }, 0)
-        let sealed = try wait { store.sealMinutes(through: minute - 3, encode: encode, completion: $0) }
-        XCTAssertEqual(sealed.added, 2)
-        XCTAssertEqual(try wait { store.sealMinutes(through: minute - 3, encode: encode, completion: $0) }.added, 0, "sealed once")
-        // A later start does not move the mark back.
-        XCTAssertEqual(try wait { store.startOutbox(markingSentThrough: minute - 1, completion: $0) }, 2)
-        XCTAssertEqual(try wait { store.sealMinutes(through: minute - 1, encode: encode, completion: $0) }.queued, 3)
-        let rows = try wait { store.outboxRows(after: 0, limit: 10, completion: $0) }
-        XCTAssertEqual(rows.map(\.key), [minute - 5, minute - 4, minute - 2].map { FleetPayloads.minuteKey(device: "t", minute: $0) })
-        XCTAssertTrue(rows[0].payload.contains("\"steps\":3"), rows[0].payload)
-        XCTAssertEqual(try wait { store.removeFromOutbox(ids: [rows[0].id], completion: $0) }, 2)
-        XCTAssertEqual(try wait { store.outboxRows(after: 0, limit: 10, completion: $0) }.map(\.id), [rows[1].id, rows[2].id])
-        store.close()
     }
 }

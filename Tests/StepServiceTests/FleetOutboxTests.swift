@@ -5,8 +5,8 @@ import StepProtocol
 import XCTest
 
 /// The MQTT outbox in a real store (Fleet/StepStore+Outbox.swift): what goes in, once and in order, from the
-/// store's own minute bins and visits; what leaves (acknowledged rows); and that a visit in history reaches the
-/// outbox even when the daemon stopped before its publisher heard of it.
+/// store's own minute bins and visits; what leaves (acknowledged rows, rows older than the retention); and that a
+/// visit in history reaches the outbox even when the daemon stopped before its publisher heard of it.
 final class FleetOutboxTests: XCTestCase {
     private var directories: [String] = []
 
@@ -75,6 +75,36 @@ final class FleetOutboxTests: XCTestCase {
         XCTAssertTrue(rows[0].payload.contains("\"steps\":3"), rows[0].payload)
         XCTAssertEqual(try wait { store.removeFromOutbox(ids: [rows[0].id], completion: $0) }, 2)
         XCTAssertEqual(try self.rows(store).map(\.id), [rows[1].id, rows[2].id])
+        store.close()
+    }
+
+    /// The outbox is bounded by `retention_days`, as the history is: a seal drops the rows a broker gone for
+    /// longer never acknowledged, and does not put in minutes or visits older than that; newer ones stay.
+    func testOutboxDropsRowsOlderThanTheRetentionAndKeepsNewerOnes() throws {
+        let store = makeStore(retentionDays: 1)
+        let now = self.now
+        let old = now.addingTimeInterval(-2 * 86_400), recent = now.addingTimeInterval(-3_600)
+        // The mark three days back: the old minute would be due, were it not past the retention.
+        XCTAssertEqual(try wait { store.startOutbox(markingSentThrough: minute(of: now) - 3 * 1_440, completion: $0) }, 0)
+        // Rows queued in earlier runs while the broker was away, one of them from before the retention period.
+        let database = try XCTUnwrap(store.queue.sync { store.database })
+        try database.write { db in
+            for (key, time) in [("t/old", old), ("t/recent", recent)] {
+                try db.execute(sql: "INSERT INTO mqtt_outbox (kind, key, time, payload) VALUES ('minute', ?, ?, '{}')",
+                               arguments: [key, time.timeIntervalSince1970])
+            }
+        }
+        // History not yet pruned (that is hourly) from before and within the retention period.
+        store.record(.step(count: 1, time: old, distanceMeters: 0.7))
+        store.record(.step(count: 2, time: recent, distanceMeters: 0.7))
+        store.record(.visit(visit(arrival: old, departure: old.addingTimeInterval(600))))
+        store.record(.visit(visit(arrival: recent, departure: nil)))
+
+        let sealing = try seal(store, through: minute(of: now) - 1)
+        XCTAssertEqual(sealing.added, 2, "the recent minute and the recent arrival, nothing from before the retention")
+        XCTAssertEqual(sealing.queued, 3)
+        XCTAssertEqual(try rows(store).map(\.key), ["t/recent", FleetPayloads.minuteKey(device: "t", minute: minute(of: recent)),
+                                                    "t/\(Timestamp.string(recent))/arrival"])
         store.close()
     }
 

@@ -16,42 +16,21 @@ struct MQTTOptions: ParsableArguments {
     @Option(.named("mqtt_password_file")) var passwordFile: String?
     @Flag(.named("mqtt_homeassistant")) var homeAssistant: Bool
 
-    /// What can be checked without reading a file; each message names its flag, so a bad stepd.conf value
-    /// is reported with the file, line and key.
+    var flags: FleetFlags {
+        FleetFlags(url: url, deviceID: deviceID, topicPrefix: topicPrefix, caFile: caFile, certFile: certFile, keyFile: keyFile,
+                   username: username, passwordFile: passwordFile, homeAssistant: homeAssistant)
+    }
+
+    /// What can be checked without reading a file (FleetFlags, unit-tested in FleetTests); each message names its
+    /// flag, so a bad stepd.conf value is reported with the file, line and key.
     func validate() throws {
-        guard let url else {
-            let given = [("mqtt-device-id", deviceID), ("mqtt-topic-prefix", topicPrefix), ("mqtt-ca-file", caFile),
-                         ("mqtt-cert-file", certFile), ("mqtt-key-file", keyFile), ("mqtt-username", username),
-                         ("mqtt-password-file", passwordFile)].first { $0.1 != nil }
-            if let given { throw ValidationError("--\(given.0) needs --mqtt-url: MQTT is off without a broker") }
-            if homeAssistant { throw ValidationError("--mqtt-homeassistant needs --mqtt-url: MQTT is off without a broker") }
-            return
-        }
-        let broker: BrokerURL
-        do { broker = try BrokerURL(parsing: url) } catch { throw ValidationError("--mqtt-url: \(error)") }
-        if let deviceID, !FleetTopics.isValidDeviceID(deviceID) {
-            throw ValidationError("--mqtt-device-id \"\(deviceID)\": use 1 to 64 letters, digits, - and _ (it is a topic level)")
-        }
-        if let topicPrefix, !FleetTopics.isValidTopic(topicPrefix) {
-            throw ValidationError("--mqtt-topic-prefix \"\(topicPrefix)\": a topic cannot be empty or hold + or #")
-        }
-        if !broker.tls, let tlsFlag = [("mqtt-ca-file", caFile), ("mqtt-cert-file", certFile), ("mqtt-key-file", keyFile)]
-            .first(where: { $0.1 != nil }) {
-            throw ValidationError("--\(tlsFlag.0) is for TLS: write the broker as mqtts://\(broker.host):\(broker.port == BrokerURL.plainPort ? BrokerURL.tlsPort : broker.port)")
-        }
-        if (certFile == nil) != (keyFile == nil) {
-            throw ValidationError("--mqtt-cert-file and --mqtt-key-file go together: a client certificate needs its key")
-        }
-        if passwordFile != nil && username == nil {
-            throw ValidationError("--mqtt-password-file needs --mqtt-username: MQTT sends a password only with a user name")
-        }
+        do { try flags.check() } catch { throw ValidationError(error.description) }
     }
 
     /// The publisher's settings, or nil when MQTT is off. Files are checked here: a TLS file missing is 66,
-    /// a password file others may read is 78.
+    /// a password file others may read, or another user owns, is 78.
     func configuration() throws -> FleetConfiguration? {
-        guard let url else { return nil }
-        let broker = try BrokerURL(parsing: url)
+        guard let broker = try flags.check() else { return nil }
         var configuration = FleetConfiguration(broker: broker, deviceID: deviceID ?? FleetConfiguration.defaultDeviceID(),
                                                topicPrefix: topicPrefix)
         configuration.keepaliveSeconds = keepaliveSeconds

@@ -1,11 +1,11 @@
 import Foundation
-import GRDB
 @testable import StepService
 import StepProtocol
 import XCTest
 
 /// The MQTT publisher's pure parts, without a broker: broker URLs, topics, payloads and keys, the outbox
-/// window's order, the throttle, when a minute is finished, Home Assistant discovery, the password file.
+/// window's order, the throttle, when a minute is finished, Home Assistant discovery, the flags, the password file.
+/// The outbox in a real store: FleetOutboxTests.
 final class FleetTests: XCTestCase {
     func testBrokerURLs() throws {
         XCTAssertEqual(try BrokerURL(parsing: "mqtt://broker.local"), BrokerURL(tls: false, host: "broker.local", port: 1883))
@@ -19,6 +19,48 @@ final class FleetTests: XCTestCase {
         XCTAssertThrowsError(try BrokerURL(parsing: "mqtt://broker:x")) { XCTAssertEqual($0 as? BrokerURL.ParseError, .port("mqtt://broker:x")) }
         XCTAssertThrowsError(try BrokerURL(parsing: "mqtt://")) { XCTAssertEqual($0 as? BrokerURL.ParseError, .host("mqtt://")) }
         XCTAssertThrowsError(try BrokerURL(parsing: "mqtt://broker/steps")) { XCTAssertEqual($0 as? BrokerURL.ParseError, .path("mqtt://broker/steps")) }
+    }
+
+    /// stepd's MQTTOptions.validate(): the refusals that need no file, each with the flag to change.
+    func testFlagsThatCannotWorkAreRefusedBeforeAnyFileIsRead() throws {
+        func problem(_ flags: FleetFlags) -> FleetFlags.Problem? {
+            do { try flags.check(); return nil } catch { return error }
+        }
+        let url = "mqtt://broker.local"
+        // MQTT is off without a URL: every other flag would be ignored, so it is refused.
+        XCTAssertNil(try FleetFlags().check())
+        XCTAssertEqual(problem(FleetFlags(deviceID: "w7")), .needsURL(flag: "mqtt-device-id"))
+        XCTAssertEqual(problem(FleetFlags(topicPrefix: "lab/w7")), .needsURL(flag: "mqtt-topic-prefix"))
+        XCTAssertEqual(problem(FleetFlags(caFile: "/ca.crt")), .needsURL(flag: "mqtt-ca-file"))
+        XCTAssertEqual(problem(FleetFlags(keyFile: "/k")), .needsURL(flag: "mqtt-key-file"))
+        XCTAssertEqual(problem(FleetFlags(username: "u", passwordFile: "/p")), .needsURL(flag: "mqtt-username"))
+        XCTAssertEqual(problem(FleetFlags(homeAssistant: true)), .needsURL(flag: "mqtt-homeassistant"))
+        XCTAssertEqual(problem(FleetFlags(homeAssistant: true)).map(String.init(describing:)),
+                       "--mqtt-homeassistant needs --mqtt-url: MQTT is off without a broker")
+
+        XCTAssertEqual(problem(FleetFlags(url: "http://broker")), .url(.scheme("http://broker")))
+        XCTAssertEqual(problem(FleetFlags(url: url, deviceID: "a/b")), .deviceID("a/b"))
+        XCTAssertEqual(problem(FleetFlags(url: url, topicPrefix: "stepd/#")), .topicPrefix("stepd/#"))
+
+        // TLS files with a plain broker: the message gives the mqtts:// URL to write, on the TLS port unless one was chosen.
+        XCTAssertEqual(problem(FleetFlags(url: url, caFile: "/ca.crt")),
+                       .tlsFileWithoutTLS(flag: "mqtt-ca-file", suggested: "mqtts://broker.local:8883"))
+        XCTAssertEqual(problem(FleetFlags(url: "mqtt://broker.local:1884", certFile: "/c", keyFile: "/k")),
+                       .tlsFileWithoutTLS(flag: "mqtt-cert-file", suggested: "mqtts://broker.local:1884"))
+        XCTAssertEqual(problem(FleetFlags(url: url, keyFile: "/k")).map(String.init(describing:)),
+                       "--mqtt-key-file is for TLS: write the broker as mqtts://broker.local:8883")
+
+        // A client certificate needs its key, and the key its certificate.
+        XCTAssertEqual(problem(FleetFlags(url: "mqtts://broker.local", certFile: "/c")), .certificateWithoutKey)
+        XCTAssertEqual(problem(FleetFlags(url: "mqtts://broker.local", keyFile: "/k")), .certificateWithoutKey)
+        // MQTT sends a password only with a user name.
+        XCTAssertEqual(problem(FleetFlags(url: url, passwordFile: "/p")), .passwordFileWithoutUsername)
+        XCTAssertTrue("\(FleetFlags.Problem.passwordFileWithoutUsername)".contains("--mqtt-username"))
+
+        // What works: the broker comes back.
+        XCTAssertEqual(try FleetFlags(url: url, deviceID: "w7", username: "u", passwordFile: "/p", homeAssistant: true).check(),
+                       BrokerURL(tls: false, host: "broker.local", port: 1883))
+        XCTAssertEqual(try FleetFlags(url: "mqtts://broker.local", caFile: "/ca", certFile: "/c", keyFile: "/k").check()?.tls, true)
     }
 
     func testTopicsAndDeviceIDs() {
@@ -134,12 +176,30 @@ final class FleetTests: XCTestCase {
         XCTAssertEqual(throttle.offer(now: 100), .now)
         XCTAssertEqual(throttle.offer(now: 101), .at(105))
         XCTAssertEqual(throttle.offer(now: 102), .pending)
-        throttle.trailingSent(now: 105)
+        XCTAssertTrue(throttle.trailingFired(due: 105, now: 105))
         XCTAssertEqual(throttle.offer(now: 106), .at(110))
-        throttle.trailingSent(now: 110)
+        XCTAssertTrue(throttle.trailingFired(due: 110, now: 110))
         XCTAssertEqual(throttle.offer(now: 115), .now)
         throttle.forced(now: 116)
         XCTAssertEqual(throttle.offer(now: 117), .at(121))
+    }
+
+    /// A forced send (a walk's end, a connection) while a trailing one is pending: the trailing one is dropped,
+    /// else it would follow within the interval (seen as two STEPS 0.27 s apart in MQTTTests: a walk ended and
+    /// began again at a replay's loop while the timer ran).
+    func testThrottleDropsATrailingSendAForcedOneHasOvertaken() {
+        var throttle = PublishThrottle(intervalSeconds: 5)
+        XCTAssertEqual(throttle.offer(now: 100), .now)
+        XCTAssertEqual(throttle.offer(now: 101), .at(105))
+        throttle.forced(now: 104.7)
+        XCTAssertEqual(throttle.offer(now: 104.9), .at(109.7), "the next waits the interval after the forced send")
+        XCTAssertFalse(throttle.trailingFired(due: 105, now: 105), "the first timer no longer counts")
+        XCTAssertTrue(throttle.trailingFired(due: 109.7, now: 109.7))
+        throttle.forced(now: 111)
+        XCTAssertEqual(throttle.offer(now: 112), .at(116))
+        throttle.forced(now: 113)
+        XCTAssertFalse(throttle.trailingFired(due: 116, now: 116), "overtaken, with nothing offered since")
+        XCTAssertEqual(throttle.offer(now: 118), .now)
     }
 
     func testAMinuteIsFinishedOnceNoHeldBackStepCanJoinIt() {
@@ -188,43 +248,27 @@ final class FleetTests: XCTestCase {
         }
     }
 
-    /// The outbox in a real store: finished minutes go in once, in order, with their keys, and leave only when
-    /// removed (acknowledged); the mark keeps a minute from going in twice across restarts.
-    func testOutboxSealsEachFinishedMinuteOnceAndKeepsRowsUntilRemoved() throws {
-        let directory = NSTemporaryDirectory() + "stepd-outbox-\(UUID().uuidString.prefix(6))"
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let store = StepStore(configuration: .init(directory: directory, stepHoldBackSeconds: 10))
-        let now = Date()
-        let minute = Int64((now.timeIntervalSince1970 / 60).rounded(.down))
-        _ = store.open(fresh: .init(steps: 0, since: now.addingTimeInterval(-600)))
-        for (offset, count) in [(-5, 3), (-4, 2), (-2, 4)] {
-            for i in 0..<count {
-                store.record(.step(count: i, time: Date(timeIntervalSince1970: Double(minute + Int64(offset)) * 60 + 1 + Double(i)), distanceMeters: 0.7))
-            }
+    /// A file another user owns is refused even at mode 600: its owner could read it, or open it to others
+    /// at any time. Checked against a uid given (so it runs as any user) and, as root, with a real chown.
+    func testPasswordFileOwnedByAnotherUserIsRefused() throws {
+        let path = NSTemporaryDirectory() + "stepd-password-\(UUID().uuidString.prefix(6))"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try "s3cret\n".write(toFile: path, atomically: true, encoding: .utf8)
+        chmod(path, 0o600)
+        let me = geteuid()
+        XCTAssertEqual(try PasswordFile.read(path: path, serviceUID: me), "s3cret")
+        XCTAssertThrowsError(try PasswordFile.read(path: path, serviceUID: me + 1)) {
+            XCTAssertEqual($0 as? PasswordFile.Failure, .notOwned(path: path, owner: me, service: me + 1))
+            XCTAssertFalse(($0 as? PasswordFile.Failure)?.isMissingInput ?? true, "a configuration error (78), not missing input")
+            XCTAssertTrue("\($0)".contains("chown "), "\($0)")
         }
-        func wait<T>(_ call: (@escaping @Sendable (Result<T, StoreError>) -> Void) -> Void) throws -> T {
-            let box = NSLock()
-            nonisolated(unsafe) var result: Result<T, StoreError>?
-            let done = DispatchSemaphore(value: 0)
-            call { r in box.lock(); result = r; box.unlock(); done.signal() }
-            XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
-            return try XCTUnwrap(result).get()
+        guard me == 0 else { return }
+        let nobody: uid_t = 65_534
+        XCTAssertEqual(chown(path, nobody, gid_t.max), 0, String(cString: strerror(errno)))
+        XCTAssertThrowsError(try PasswordFile.read(path: path)) {
+            XCTAssertEqual($0 as? PasswordFile.Failure, .notOwned(path: path, owner: nobody, service: 0))
+            XCTAssertTrue("\($0)".contains("belongs to \(PasswordFile.user(nobody)) but stepd runs as root (uid 0); give it to the service: chown root \(path)"),
+                          "\($0)")
         }
-        let encode: @Sendable (Int64, Int, Double, Int?) -> (key: String, payload: String) = {
-            FleetPayloads.minute(device: "t", minute: $0, steps: $1, distanceMeters: $2, floors: $3)
-        }
-        XCTAssertEqual(try wait { store.startOutbox(markingSentThrough: minute - 6, completion: $0) }, 0)
-        let sealed = try wait { store.sealMinutes(through: minute - 3, encode: encode, completion: $0) }
-        XCTAssertEqual(sealed.added, 2)
-        XCTAssertEqual(try wait { store.sealMinutes(through: minute - 3, encode: encode, completion: $0) }.added, 0, "sealed once")
-        // A later start does not move the mark back.
-        XCTAssertEqual(try wait { store.startOutbox(markingSentThrough: minute - 1, completion: $0) }, 2)
-        XCTAssertEqual(try wait { store.sealMinutes(through: minute - 1, encode: encode, completion: $0) }.queued, 3)
-        let rows = try wait { store.outboxRows(after: 0, limit: 10, completion: $0) }
-        XCTAssertEqual(rows.map(\.key), [minute - 5, minute - 4, minute - 2].map { FleetPayloads.minuteKey(device: "t", minute: $0) })
-        XCTAssertTrue(rows[0].payload.contains("\"steps\":3"), rows[0].payload)
-        XCTAssertEqual(try wait { store.removeFromOutbox(ids: [rows[0].id], completion: $0) }, 2)
-        XCTAssertEqual(try wait { store.outboxRows(after: 0, limit: 10, completion: $0) }.map(\.id), [rows[1].id, rows[2].id])
-        store.close()
     }
 }

@@ -22,21 +22,24 @@ final class MQTTTests: XCTestCase {
         }
     }
 
-    /// The outage test (docs/fleet.md, "When the link drops"): a walk replayed in a loop at 5× real time; the broker stopped
-    /// and started 20 times, the daemon killed with -9 once. Afterwards the subscriber, dropping duplicates by
-    /// key, holds exactly the daemon's minute bins from `history`, in order. On the way: the retained status,
-    /// steps and Home Assistant discovery, `offline` from the last will after kill -9 and from a clean stop.
+    /// The outage test (docs/fleet.md, "When the link drops"): the bundled walk (data/walk-inhand.csv.gz, 100 s of
+    /// real walking, so that it runs on a clean clone too) replayed in a loop at 5× real time, so the daemon walks
+    /// for as long as the test runs; the broker stopped and started 20 times, the daemon killed with -9 once.
+    /// Afterwards the subscriber, dropping duplicates by key, holds exactly the daemon's minute bins from
+    /// `history`, in order, two minutes or more. On the way: the retained status, steps and Home Assistant
+    /// discovery, `offline` from the last will after kill -9 and from a clean stop.
     ///
-    /// Why it takes 40-100 s (44 s and 95 s measured; it depends on where in a minute it starts) and cannot get
-    /// shorter without testing less: the bins are wall-clock minutes, and the last one with steps is sent only
-    /// when it is final, 12 s after its end (FinishedMinutes.delaySeconds). So the test lasts the 20 restarts
-    /// (each at least libmosquitto's 1 s reconnect delay, ~25 s in all), then up to 60 s until the minute in
-    /// progress ends, then 12 s. Stopping the
-    /// replay just before a minute's end changes nothing (that end is the same wait); leaving the minute in
-    /// progress out of the comparison, or doing the last restarts after the replay, would save the 0-60 s but no
-    /// longer check every minute of the replay, the minute of the kill among them, through the outages.
+    /// Why it takes 40-130 s (it depends on where in a minute it starts) and cannot get shorter without testing
+    /// less: the bins are wall-clock minutes, and the last one with steps is sent only when it is final, 12 s
+    /// after its end (FinishedMinutes.delaySeconds). So the test lasts the 20 restarts (each at least
+    /// libmosquitto's 1 s reconnect delay, ~25 s in all), then, when they all fell in one minute, until the next
+    /// begins (one minute cannot show the order), then up to 60 s until the minute in progress ends, then 12 s.
+    /// Stopping the replay just before a minute's end changes nothing (that end is the same wait); leaving the
+    /// minute in progress out of the comparison, or doing the last restarts after the replay, would save the
+    /// 0-60 s but no longer check every minute of the replay, the minute of the kill among them, through the
+    /// outages.
     func testNoMinuteLostThroughTwentyBrokerRestartsAndAKill9() throws {
-        let recording = try Binaries.sharedData("steps/oxford-phone/nexus_jamie_hard_inhand_1/accel.csv.gz").path
+        let recording = Binaries.bundledRecording
         let directory = try TemporaryDirectory()
         let broker = try MosquittoBroker(directory: directory)
         let began = Date()
@@ -78,6 +81,12 @@ final class MQTTTests: XCTestCase {
                 try waitForRetained(broker, "stepd/outage/status", "online")
             }
         }
+        // Walking into a second minute, should the restarts all have fallen in one.
+        try pollUntil("the walk to reach a second minute", timeout: 70, every: 1) {
+            let bins = try daemon.connect().request(["cmd": "history", "from": Timestamp.string(began.addingTimeInterval(-120)),
+                                                    "bin": "minute"])["bins"] as? [[String: Any]]
+            return (bins?.count ?? 0) >= 2
+        }
         XCTAssertEqual(daemon.terminate(), 0)
         try waitForRetained(broker, "stepd/outage/status", "offline")
 
@@ -91,7 +100,7 @@ final class MQTTTests: XCTestCase {
             guard let start = (bin["start"] as? String).flatMap(Timestamp.date) else { return nil }
             return (start, bin["steps"] as? Int ?? -1, bin["distance_m"] as? Double ?? -1)
         }
-        XCTAssertGreaterThan(expected.count, 0)
+        XCTAssertGreaterThanOrEqual(expected.count, 2, "one minute shows no order")
         XCTAssertGreaterThan(history["steps"] as? Int ?? 0, 100, "\(history)")
         let lastKey = "outage/" + Timestamp.string(try XCTUnwrap(expected.last?.0))
         try subscriber.waitFor("the last minute \(lastKey)", timeout: 90) { $0.contains { $0.payload.contains("\"key\":\"\(lastKey)\"") } }
@@ -154,7 +163,8 @@ final class MQTTTests: XCTestCase {
 
     /// mqtts:// with a CA made at test time, a client certificate the broker requires, and a user whose password
     /// comes from a file only the service may read; every mqtt_* key from stepd.conf alone (ConfigKeysTests).
-    /// The same file readable by its group is refused with exit status 78.
+    /// While the replay walks, `<prefix>/steps` comes at most every 5 s, and does come every 5 s. The same
+    /// password file readable by its group, or owned by another user, is refused with exit status 78. ~35 s.
     func testTLSWithATestCAClientCertificateAndPasswordFileFromStepdConf() throws {
         let directory = try TemporaryDirectory()
         try makeCertificates(in: directory)
@@ -165,11 +175,16 @@ final class MQTTTests: XCTestCase {
             "cafile \(directory.file("ca.crt"))", "certfile \(directory.file("server.crt"))", "keyfile \(directory.file("server.key"))",
             "require_certificate true", "password_file \(passwords)",
         ], anonymous: false)
+        let tls = ["--cafile", directory.file("ca.crt"), "--cert", directory.file("client.crt"), "--key", directory.file("client.key"),
+                   "-u", "wearable-07", "-P", "correct horse"]
+        let steps = try MosquittoSubscriber(broker: broker, topics: ["lab/wearable-07/steps"],
+                                            arguments: tls + ["-q", "1", "-i", "stepd-test-steps"])
+        try waitForBrokerLog(broker, "Received SUBSCRIBE from stepd-test-steps")
         let passwordFile = directory.file("mqtt-password")
         try "correct horse\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
         chmod(passwordFile, 0o600)
         let settings = [
-            "replay": Binaries.bundledRecording, "speed": "4", "no_gps": "true",
+            "replay": Binaries.bundledRecording, "speed": "4", "loop": "true", "no_gps": "true",
             "mqtt_url": "mqtts://127.0.0.1:\(broker.port)", "mqtt_device_id": "wearable-07",
             "mqtt_topic_prefix": "lab/wearable-07", "mqtt_keepalive_s": "17",
             "mqtt_ca_file": directory.file("ca.crt"), "mqtt_cert_file": directory.file("client.crt"),
@@ -185,8 +200,6 @@ final class MQTTTests: XCTestCase {
         XCTAssertEqual(link["broker"] as? String, "mqtts://127.0.0.1:\(broker.port)")
         XCTAssertEqual(link["device_id"] as? String, "wearable-07")
         XCTAssertEqual(link["topic_prefix"] as? String, "lab/wearable-07")
-        let tls = ["--cafile", directory.file("ca.crt"), "--cert", directory.file("client.crt"), "--key", directory.file("client.key"),
-                   "-u", "wearable-07", "-P", "correct horse"]
         try waitForRetained(broker, "lab/wearable-07/status", "online", arguments: tls)
         let discovery = try retainedMessages(broker: broker, topics: ["homeassistant/#"], arguments: tls)
         XCTAssertNotNil(discovery["homeassistant/sensor/stepd_wearable-07/steps/config"], "\(discovery.keys)")
@@ -194,7 +207,9 @@ final class MQTTTests: XCTestCase {
         XCTAssertTrue(broker.log.contains("as stepd-wearable-07 (p2, c1, k17, u'wearable-07')"), broker.log.suffix(1500).description)
         let line = try runCommand(Binaries.stepctl, ["status", "--socket", daemon.socketPath], timeout: 10).stdout
         XCTAssertTrue(line.contains("mqtt:     connected to mqtts://127.0.0.1:\(broker.port) as lab/wearable-07; "), line)
+        try checkStepsRate(steps)
         XCTAssertEqual(daemon.terminate(), 0)
+        steps.stop()
 
         // Anyone in the file's group could read the password: refused, with what to do.
         chmod(passwordFile, 0o640)
@@ -203,5 +218,48 @@ final class MQTTTests: XCTestCase {
         XCTAssertEqual(refused.status, 78, refused.stderr)
         XCTAssertTrue(refused.stderr.contains("the MQTT password file \(passwordFile) may be read by others (mode 640)"), refused.stderr)
         XCTAssertTrue(refused.stderr.contains("chmod 600"), refused.stderr)
+
+        // Private to another user: that user could read it, or open it to others. The tests run as root; the
+        // uid-only check is unit-tested (FleetTests) for anyone.
+        guard geteuid() == 0 else { return }
+        chmod(passwordFile, 0o600)
+        XCTAssertEqual(chown(passwordFile, 65_534, gid_t.max), 0, String(cString: strerror(errno)))
+        let foreign = try runCommand(Binaries.stepd, ["--config", config, "--socket", directory.file("refused.sock"),
+                                                      "--state-dir", directory.file("refused")], timeout: 20)
+        XCTAssertEqual(foreign.status, 78, foreign.stderr)
+        XCTAssertTrue(foreign.stderr.contains("the MQTT password file \(passwordFile) belongs to "), foreign.stderr)
+        XCTAssertTrue(foreign.stderr.contains("chown root \(passwordFile)"), foreign.stderr)
+    }
+
+    /// `<prefix>/steps` while walking (FleetPublisher.stepsIntervalSeconds): never within 5 s of the message
+    /// before it, and the newest at the end of each 5 s, whatever the rate of STEPS (a batch a quarter second at 4×
+    /// replay). The message sent on connecting and a walk's end go at once; the next walking one waits 5 s after
+    /// them. The subscriber was there before the daemon connected, so every message is seen as it was sent.
+    private func checkStepsRate(_ subscriber: MosquittoSubscriber) throws {
+        var messages: [MosquittoSubscriber.Message] = []
+        func walking(_ m: MosquittoSubscriber.Message) -> Bool { m.payload.contains("\"activity\":\"walking\"") }
+        func sequence() -> String {
+            let start = messages.first?.received.timeIntervalSince1970 ?? 0
+            return messages.map { message in
+                let steps = (try? JSONSerialization.jsonObject(with: Data(message.payload.utf8)) as? [String: Any])?["steps"] ?? "?"
+                return String(format: "%.2f s %@ %@", message.received.timeIntervalSince1970 - start,
+                              walking(message) ? "walking" : "not walking", "\(steps)")
+            }.joined(separator: "; ")
+        }
+        try pollUntil("six STEPS messages while walking", timeout: 45, every: 0.5, detail: sequence()) {
+            messages = subscriber.received
+            return messages.filter(walking).count >= 6
+        }
+        XCTAssertTrue(messages.allSatisfy { $0.payload.contains("\"class\":\"STEPS\"") && $0.qos == 1 }, "\(messages.map(\.payload))")
+        var walkingGaps: [Double] = []
+        for (before, after) in zip(messages, messages.dropFirst()) where walking(after) {
+            let gap = after.received.timeIntervalSince(before.received)
+            // 0.5 s for the broker's and mosquitto_sub's delays, which differ between two messages.
+            XCTAssertGreaterThan(gap, 4.5, "two STEPS \(gap) s apart while walking: \(sequence())")
+            if walking(before) { walkingGaps.append(gap) }
+        }
+        guard !walkingGaps.isEmpty else { return XCTFail("no two STEPS in a row while walking: \(messages.map(\.payload))") }
+        let median = walkingGaps.sorted()[walkingGaps.count / 2]
+        XCTAssertLessThan(median, 6.5, "STEPS while walking should come every 5 s: \(walkingGaps)")
     }
 }

@@ -222,7 +222,7 @@ extension ConfigOption {
         ConfigOption(key: "mqtt_password_file", kind: .path, defaultText: "(none)",
                      help: "A file whose first line is the broker password; it must be readable by the service alone.",
                      valueName: "file",
-                     details: "A file that group or others may read is refused (exit status 78): `chmod 600` it, owned by the user stepd runs as. Needs `mqtt_username`.",
+                     details: "A file that group or others may read, or that another user owns, is refused (exit status 78): `chmod 600` it and `chown` it to the user stepd runs as. Needs `mqtt_username`.",
                      example: "/etc/stepd/mqtt-password"),
         ConfigOption(key: "mqtt_homeassistant", kind: .flag, defaultText: "false",
                      help: "Publish Home Assistant discovery: steps, distance, cadence, activity and floors sensors and a device tracker, as one device."),

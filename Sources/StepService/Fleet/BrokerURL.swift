@@ -34,7 +34,7 @@ public struct BrokerURL: Sendable, Equatable, CustomStringConvertible {
         self.port = port
     }
 
-    public init(parsing text: String) throws {
+    public init(parsing text: String) throws(ParseError) {
         let rest: Substring
         if text.hasPrefix("mqtt://") {
             tls = false

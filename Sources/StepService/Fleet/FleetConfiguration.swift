@@ -37,16 +37,21 @@ public struct FleetConfiguration: Sendable {
 }
 
 /// A password file: its first line is the password. It must be readable by the service alone, as an SSH key
-/// must: a group- or world-readable one is refused rather than used.
+/// must: one owned by another user (who could read it, or make it readable) or that its group or others may read
+/// is refused rather than used.
 public enum PasswordFile {
     public enum Failure: Error, CustomStringConvertible, Equatable {
         case missing(path: String, reason: String)
+        case notOwned(path: String, owner: uid_t, service: uid_t)
         case tooOpen(path: String, mode: String)
         case empty(path: String)
 
         public var description: String {
             switch self {
             case .missing(let path, let reason): return "cannot read the MQTT password file \(path): \(reason)"
+            case .notOwned(let path, let owner, let service):
+                return "the MQTT password file \(path) belongs to \(PasswordFile.user(owner)) but stepd runs as \(PasswordFile.user(service)); "
+                    + "give it to the service: chown \(PasswordFile.name(service) ?? String(service)) \(path)"
             case .tooOpen(let path, let mode):
                 return "the MQTT password file \(path) may be read by others (mode \(mode)); make it readable by the service alone: chmod 600 \(path)"
             case .empty(let path): return "the MQTT password file \(path) is empty"
@@ -57,9 +62,11 @@ public enum PasswordFile {
         public var isMissingInput: Bool { if case .missing = self { return true } else { return false } }
     }
 
-    public static func read(path: String) throws -> String {
+    /// `serviceUID`: the user the daemon runs as (its effective uid), who must own the file.
+    public static func read(path: String, serviceUID: uid_t = geteuid()) throws -> String {
         var info = stat()
         guard stat(path, &info) == 0 else { throw Failure.missing(path: path, reason: String(cString: strerror(errno))) }
+        if info.st_uid != serviceUID { throw Failure.notOwned(path: path, owner: info.st_uid, service: serviceUID) }
         let mode = info.st_mode & 0o777
         if mode & 0o077 != 0 { throw Failure.tooOpen(path: path, mode: String(mode, radix: 8)) }
         let text: String
@@ -70,5 +77,15 @@ public enum PasswordFile {
         let trimmed = password.hasSuffix("\r") ? String(password.dropLast()) : password
         if trimmed.isEmpty { throw Failure.empty(path: path) }
         return trimmed
+    }
+
+    /// "stepd (uid 998)", or "uid 998" for a uid without a name.
+    static func user(_ uid: uid_t) -> String {
+        name(uid).map { "\($0) (uid \(uid))" } ?? "uid \(uid)"
+    }
+
+    static func name(_ uid: uid_t) -> String? {
+        guard let entry = getpwuid(uid), let name = entry.pointee.pw_name else { return nil }
+        return String(cString: name)
     }
 }

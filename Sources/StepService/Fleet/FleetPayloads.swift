@@ -53,3 +53,13 @@ enum FleetPayloads {
     static let online = "online"
     static let offline = "offline"
 }
+
+extension StepStore.OutboxEncoder {
+    /// The messages above, for what the store seals into the outbox.
+    static func payloads(device: String) -> Self {
+        Self(minute: { minute, steps, distance, floors in
+                 FleetPayloads.minute(device: device, minute: minute, steps: steps, distanceMeters: distance, floors: floors)
+             },
+             visit: { visit in FleetPayloads.visit(device: device, LocationWire.visit(visit.visit)) })
+    }
+}

@@ -46,8 +46,6 @@ public final class FleetPublisher: @unchecked Sendable {
     private var stepsThrottle = PublishThrottle(intervalSeconds: stepsIntervalSeconds)
     private var positionThrottle = PublishThrottle(intervalSeconds: positionIntervalSeconds)
     private var latestPosition: Fix?
-    /// Visits the store could not take yet (it was away); put into the outbox at the next try, in order.
-    private var unstoredVisits: [(key: String, time: Date, payload: String)] = []
     private var sealTimer: DispatchSourceTimer?
     private var outboxReady = false
 
@@ -131,9 +129,10 @@ public final class FleetPublisher: @unchecked Sendable {
                 queue.async { self.stepsChanged(snapshot) }
             case .location(.position(let fix)):
                 queue.async { self.positionChanged(fix) }
-            case .location(.visit(let visit)):
-                let payload = FleetPayloads.visit(device: configuration.deviceID, LocationWire.visit(visit))
-                queue.async { self.storeVisit(key: payload.key, time: visit.departure ?? visit.arrival, payload: payload.payload) }
+            case .location(.visit):
+                // The store has the visit already (the engine records it before it tells its listeners); sealing
+                // now takes it from there into the outbox rather than at the next minute.
+                queue.async { self.visitRecorded() }
             default:
                 break
             }
@@ -162,7 +161,7 @@ public final class FleetPublisher: @unchecked Sendable {
             case .pending: return
             case .at(let due):
                 queue.asyncAfter(deadline: .now() + max(0, due - now)) { [self] in
-                    stepsThrottle.trailingSent(now: Self.monotonicSeconds)
+                    guard stepsThrottle.trailingFired(due: due, now: Self.monotonicSeconds) else { return }
                     publishRetained(topics.steps, FleetPayloads.json(Replies.steps(engine.snapshot, id: nil)))
                 }
                 return
@@ -182,7 +181,7 @@ public final class FleetPublisher: @unchecked Sendable {
             break
         case .at(let due):
             queue.asyncAfter(deadline: .now() + max(0, due - now)) { [self] in
-                positionThrottle.trailingSent(now: Self.monotonicSeconds)
+                guard positionThrottle.trailingFired(due: due, now: Self.monotonicSeconds) else { return }
                 if let latestPosition {
                     publishRetained(topics.position, FleetPayloads.json(LocationWire.position(latestPosition, now: Date())))
                 }
@@ -219,22 +218,18 @@ public final class FleetPublisher: @unchecked Sendable {
         }
     }
 
-    /// Puts the minutes finished since the last time into the outbox (and visits the store could not take),
-    /// then waits for the next minute to finish.
+    /// Puts the minutes finished, and the visits' arrivals and departures recorded, since the last time into
+    /// the outbox, then waits for the next minute to finish.
     private func seal() {
         dispatchPrecondition(condition: .onQueue(queue))
         guard !stopping else { return }
-        storePendingVisits()
         let newest = finishedMinutes.newest(at: Date())
-        let device = configuration.deviceID
-        store.sealMinutes(through: newest, encode: { minute, steps, distance, floors in
-            FleetPayloads.minute(device: device, minute: minute, steps: steps, distanceMeters: distance, floors: floors)
-        }, completion: { [self] result in
+        store.sealOutbox(through: newest, encoder: .payloads(device: configuration.deviceID), completion: { [self] result in
             queue.async { [self] in
                 guard !stopping else { return }
                 switch result {
                 case .success(let sealing):
-                    if sealing.added > 0 { logger.debug("mqtt: \(sealing.added) finished minutes into the outbox") }
+                    if sealing.added > 0 { logger.debug("mqtt: \(sealing.added) finished minutes and visit events into the outbox") }
                     setQueued(sealing.queued)
                     window.rowAdded()
                     pump()
@@ -261,26 +256,10 @@ public final class FleetPublisher: @unchecked Sendable {
         sealTimer = timer
     }
 
-    private func storeVisit(key: String, time: Date, payload: String) {
+    /// A visit began or ended: sealed at once. Before the outbox has started, its start seals it.
+    private func visitRecorded() {
         dispatchPrecondition(condition: .onQueue(queue))
-        unstoredVisits.append((key, time, payload))
-        storePendingVisits()
-    }
-
-    /// The first waiting visit into the outbox, then the next: their order is kept.
-    private func storePendingVisits() {
-        guard outboxReady, let first = unstoredVisits.first else { return }
-        store.enqueueOutbox(kind: .visit, key: first.key, time: first.time, payload: first.payload) { [self] result in
-            queue.async { [self] in
-                if case .success(let queued) = result {
-                    unstoredVisits.removeFirst()
-                    setQueued(queued)
-                    window.rowAdded()
-                    pump()
-                    storePendingVisits()
-                }
-            }
-        }
+        if outboxReady { seal() }
     }
 
     /// Sends what the window has room for, reading more rows from the store when it runs dry.
@@ -366,7 +345,7 @@ public final class FleetPublisher: @unchecked Sendable {
                 publishRetained(message.topic, message.payload)
             }
         }
-        publishRetained(topics.steps, FleetPayloads.json(Replies.steps(engine.snapshot, id: nil)))
+        publishSteps(engine.snapshot, forced: true)
         if let latestPosition {
             publishRetained(topics.position, FleetPayloads.json(LocationWire.position(latestPosition, now: Date())))
         }

@@ -28,14 +28,20 @@ struct PublishThrottle {
         return .at(due)
     }
 
-    /// The trailing send went out at `now`.
-    mutating func trailingSent(now: Double) {
+    /// The timer of the trailing send due at `due` fired at `now`: whether to send. Not when a forced send has
+    /// carried the newest value since (it would follow that one within the interval), nor for a timer that a
+    /// later trailing send has taken the place of.
+    mutating func trailingFired(due: Double, now: Double) -> Bool {
+        guard trailingDue == due else { return false }
         trailingDue = nil
         lastSent = now
+        return true
     }
 
-    /// A send outside the throttle (the last figures of a walk): the next one waits the interval again.
+    /// A send outside the throttle (on connecting, the last figures of a walk): it carries the newest value, so
+    /// a trailing send pending is dropped, and the next one waits the interval again.
     mutating func forced(now: Double) {
         lastSent = now
+        trailingDue = nil
     }
 }

@@ -1,12 +1,14 @@
 import Foundation
 import GRDB
 
-/// The MQTT outbox in the history database (tables `mqtt_outbox`, `mqtt_outbox_mark`, StoreSchema v2): minute
-/// bins and visits are written here before they are sent and removed only when the broker acknowledges them,
-/// so a broker down, a network gone, a restart or `kill -9` loses none. Every call runs on the store's queue,
-/// after the commits of the steps before it, and completes there.
+/// The MQTT outbox in the history database (tables `mqtt_outbox`, `mqtt_outbox_mark`, StoreSchema v2;
+/// `mqtt_visit_mark`, v3): minute bins and visits are written here before they are sent and removed only when the
+/// broker acknowledges them, so a broker down, a network gone, a restart or `kill -9` loses none. Both are sealed
+/// from the store's own rows (`minute_bin`, `visit`) with a mark moved in the same transaction: what history
+/// holds goes into the outbox once, even when the daemon was killed before the publisher heard of it. Every call
+/// runs on the store's queue, after the commits of the steps and visits before it, and completes there.
 extension StepStore {
-    /// The outcome of putting finished minutes into the outbox.
+    /// The outcome of putting finished minutes and visits into the outbox.
     struct Sealing: Sendable {
         /// Rows added now.
         var added: Int
@@ -14,23 +16,38 @@ extension StepStore {
         var queued: Int
     }
 
-    /// The first time the outbox is used, minutes up to `minute` count as already sent: a daemon that turns
-    /// MQTT on publishes from then on, not its whole history. Returns the rows waiting from earlier runs.
+    /// How the publisher words what the store seals (FleetPayloads).
+    struct OutboxEncoder: Sendable {
+        /// A finished minute bin (Unix minute).
+        var minute: @Sendable (_ minute: Int64, _ steps: Int, _ distanceMeters: Double, _ floors: Int?) -> (key: String, payload: String)
+        /// A visit's arrival (the visit without its departure) or departure.
+        var visit: @Sendable (StoredVisit) -> (key: String, payload: String)
+    }
+
+    /// The first time the outbox is used, minutes up to `minute` and the visits already in history count as
+    /// sent: a daemon that turns MQTT on publishes from then on, not its whole history. Returns the rows
+    /// waiting from earlier runs.
     func startOutbox(markingSentThrough minute: Int64, completion: @escaping @Sendable (Result<Int, StoreError>) -> Void) {
         queue.async { [self] in
+            flushForReading()
             completion(outboxWrite { db in
                 try db.execute(sql: "INSERT OR IGNORE INTO mqtt_outbox_mark (id, minute) VALUES (1, ?)", arguments: [minute])
+                try db.execute(sql: """
+                    INSERT OR IGNORE INTO mqtt_visit_mark (id, arrivals_through, departures_through) VALUES (1,
+                        (SELECT coalesce(max(arrival), 0) FROM visit),
+                        (SELECT coalesce(max(arrival), 0) FROM visit WHERE departure IS NOT NULL))
+                    """)
                 return try Int.fetchOne(db, sql: "SELECT count(*) FROM mqtt_outbox") ?? 0
             })
         }
     }
 
-    /// Puts the bins of the minutes after the mark up to `newest` into the outbox, in order, and drops rows
-    /// older than the retention period. Does nothing while steps recorded before it are not yet committed
-    /// (the store failing): a minute goes out once, whole, as `history` has it.
-    func sealMinutes(through newest: Int64, encode: @escaping @Sendable (_ minute: Int64, _ steps: Int, _ distanceMeters: Double,
-                                                                         _ floors: Int?) -> (key: String, payload: String),
-                     completion: @escaping @Sendable (Result<Sealing, StoreError>) -> Void) {
+    /// Puts into the outbox, in one transaction and in order, the bins of the minutes after the mark up to
+    /// `newest` and the arrivals and departures of visits after theirs, and drops rows older than the retention
+    /// period. Does nothing while what was recorded before it is not yet committed (the store failing): a minute
+    /// goes out once, whole, as `history` has it.
+    func sealOutbox(through newest: Int64, encoder: OutboxEncoder,
+                    completion: @escaping @Sendable (Result<Sealing, StoreError>) -> Void) {
         queue.async { [self] in
             flushForReading()
             guard isCaughtUp else {
@@ -39,22 +56,9 @@ extension StepStore {
             }
             let cutoff = Date().addingTimeInterval(-Double(configuration.retentionDays) * 86_400)
             completion(outboxWrite { db in
-                let mark = try Int64.fetchOne(db, sql: "SELECT minute FROM mqtt_outbox_mark WHERE id = 1") ?? newest
-                var added = 0
-                if newest > mark {
-                    let lowest = max(mark + 1, PendingWrites.minute(of: cutoff))
-                    let rows = try Row.fetchAll(db, sql: """
-                        SELECT minute, steps, distance_m, floors FROM minute_bin WHERE minute >= ? AND minute <= ? ORDER BY minute
-                        """, arguments: [lowest, newest])
-                    for row in rows {
-                        let minute: Int64 = row[0]
-                        let (key, payload) = encode(minute, row[1], row[2], row[3])
-                        try Self.insertOutbox(db, kind: .minute, key: key, time: Date(timeIntervalSince1970: Double(minute) * 60),
-                                              payload: payload)
-                        added += 1
-                    }
-                    try db.execute(sql: "INSERT OR REPLACE INTO mqtt_outbox_mark (id, minute) VALUES (1, ?)", arguments: [newest])
-                }
+                let added = try Self.sealMinutes(db, through: newest, cutoff: cutoff, encode: encoder.minute)
+                    + Self.sealVisits(db, cutoff: cutoff, encode: encoder.visit)
+                // The outbox is bounded like the history: what a broker gone for longer never gets is dropped.
                 try db.execute(sql: "DELETE FROM mqtt_outbox WHERE time < ?", arguments: [cutoff.timeIntervalSince1970])
                 let queued = try Int.fetchOne(db, sql: "SELECT count(*) FROM mqtt_outbox") ?? 0
                 return Sealing(added: added, queued: queued)
@@ -62,15 +66,52 @@ extension StepStore {
         }
     }
 
-    /// Adds one message (a visit's arrival or departure) to the outbox; returns the rows queued after it.
-    func enqueueOutbox(kind: OutboxKind, key: String, time: Date, payload: String,
-                       completion: @escaping @Sendable (Result<Int, StoreError>) -> Void) {
-        queue.async { [self] in
-            completion(outboxWrite { db in
-                try Self.insertOutbox(db, kind: kind, key: key, time: time, payload: payload)
-                return try Int.fetchOne(db, sql: "SELECT count(*) FROM mqtt_outbox") ?? 0
-            })
+    private static func sealMinutes(_ db: Database, through newest: Int64, cutoff: Date,
+                                    encode: (Int64, Int, Double, Int?) -> (key: String, payload: String)) throws -> Int {
+        let mark = try Int64.fetchOne(db, sql: "SELECT minute FROM mqtt_outbox_mark WHERE id = 1") ?? newest
+        guard newest > mark else { return 0 }
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT minute, steps, distance_m, floors FROM minute_bin WHERE minute >= ? AND minute <= ? ORDER BY minute
+            """, arguments: [max(mark + 1, PendingWrites.minute(of: cutoff)), newest])
+        for row in rows {
+            let minute: Int64 = row[0]
+            let (key, payload) = encode(minute, row[1], row[2], row[3])
+            try insertOutbox(db, kind: .minute, key: key, time: Date(timeIntervalSince1970: Double(minute) * 60), payload: payload)
         }
+        try db.execute(sql: "INSERT OR REPLACE INTO mqtt_outbox_mark (id, minute) VALUES (1, ?)", arguments: [newest])
+        return rows.count
+    }
+
+    /// The arrivals and departures history holds that the marks say are not in the outbox yet, by time. Only
+    /// the newest visit can still be open, so two times mark what went in: visits arrived up to the first have
+    /// had their arrival sealed, up to the second their departure. No mark yet (the outbox not started): nothing.
+    private static func sealVisits(_ db: Database, cutoff: Date, encode: (StoredVisit) -> (key: String, payload: String)) throws -> Int {
+        guard let mark = try Row.fetchOne(db, sql: "SELECT arrivals_through, departures_through FROM mqtt_visit_mark WHERE id = 1")
+        else { return 0 }
+        let (arrivalsThrough, departuresThrough): (Double, Double) = (mark[0], mark[1])
+        let oldest = cutoff.timeIntervalSince1970
+        let arrived = try Row.fetchAll(db, sql: """
+            SELECT \(visitColumns) FROM visit WHERE arrival > ? AND coalesce(departure, arrival) >= ? ORDER BY arrival
+            """, arguments: [arrivalsThrough, oldest]).map(storedVisit)
+        let departed = try Row.fetchAll(db, sql: """
+            SELECT \(visitColumns) FROM visit WHERE arrival > ? AND departure >= ? ORDER BY arrival
+            """, arguments: [departuresThrough, oldest]).map(storedVisit)
+        // An arrival sealed after its visit ended (the daemon killed in between) still reads as an arrival.
+        var events = arrived.map { visit -> (time: Date, order: Int, visit: StoredVisit) in
+            var arrival = visit
+            arrival.departure = nil
+            return (visit.arrival, 0, arrival)
+        }
+        events += departed.compactMap { visit in visit.departure.map { ($0, 1, visit) } }
+        events.sort { ($0.time, $0.order) < ($1.time, $1.order) }
+        for event in events {
+            let (key, payload) = encode(event.visit)
+            try insertOutbox(db, kind: .visit, key: key, time: event.time, payload: payload)
+        }
+        try db.execute(sql: "UPDATE mqtt_visit_mark SET arrivals_through = ?, departures_through = ? WHERE id = 1",
+                       arguments: [max(arrivalsThrough, arrived.last?.arrival.timeIntervalSince1970 ?? 0),
+                                   max(departuresThrough, departed.last?.arrival.timeIntervalSince1970 ?? 0)])
+        return events.count
     }
 
     /// The oldest rows after `id`, at most `limit`.

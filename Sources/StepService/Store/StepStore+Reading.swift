@@ -63,17 +63,19 @@ extension StepStore {
             try wrapRead {
                 try database.read { db in
                     try Row.fetchAll(db, sql: """
-                        SELECT * FROM (SELECT arrival, departure, latitude_deg, longitude_deg, radius_m, fix_count FROM visit
-                        ORDER BY arrival DESC LIMIT ?) ORDER BY arrival
+                        SELECT * FROM (SELECT \(Self.visitColumns) FROM visit ORDER BY arrival DESC LIMIT ?) ORDER BY arrival
                         """, arguments: [limit]).map(Self.storedVisit)
                 }
             }
         }
     }
 
+    static let visitColumns = "arrival, departure, latitude_deg, longitude_deg, radius_m, fix_count"
+
     // MARK: Private
 
-    private static func storedVisit(_ row: Row) -> StoredVisit {
+    /// A row of `SELECT \(visitColumns) FROM visit`.
+    static func storedVisit(_ row: Row) -> StoredVisit {
         StoredVisit(arrival: Date(timeIntervalSince1970: row[0]),
                     departure: (row[1] as Double?).map(Date.init(timeIntervalSince1970:)),
                     latitudeDegrees: row[2], longitudeDegrees: row[3], radiusMeters: row[4], fixCount: row[5])
@@ -184,8 +186,7 @@ extension StepStore {
         let visits = try wrapRead {
             try database.read { db in
                 try Row.fetchAll(db, sql: """
-                    SELECT arrival, departure, latitude_deg, longitude_deg, radius_m, fix_count FROM visit
-                    WHERE arrival < ? AND coalesce(departure, arrival) >= ? ORDER BY arrival LIMIT ?
+                    SELECT \(Self.visitColumns) FROM visit WHERE arrival < ? AND coalesce(departure, arrival) >= ? ORDER BY arrival LIMIT ?
                     """, arguments: [to.timeIntervalSince1970, from.timeIntervalSince1970, limit + 1]).map(Self.storedVisit)
             }
         }

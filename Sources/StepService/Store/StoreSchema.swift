@@ -10,6 +10,7 @@ import GRDB
 /// - `track_point`, `visit`: the GPS path and the stays found on it.
 /// - `mqtt_outbox`, `mqtt_outbox_mark` (v2): messages for the MQTT broker kept until it acknowledges them, and
 ///   the newest minute put in the outbox (Fleet/StepStore+Outbox.swift).
+/// - `mqtt_visit_mark` (v3): the newest visit whose arrival, and the newest whose departure, went into the outbox.
 enum StoreSchema {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -58,6 +59,17 @@ enum StoreSchema {
                 t.primaryKey("id", .integer).check { $0 == 1 }
                 // The newest Unix minute whose bin (if any) went into the outbox.
                 t.column("minute", .integer).notNull()
+            }
+        }
+        migrator.registerMigration("v3: the newest visit events put in the MQTT outbox") { db in
+            // Visits are sealed into the outbox from `visit`'s own rows, as minutes are from `minute_bin`'s, so that
+            // a visit in history cannot miss the outbox when the daemon is killed between the two.
+            try db.create(table: "mqtt_visit_mark") { t in
+                t.primaryKey("id", .integer).check { $0 == 1 }
+                // Visits that arrived at or before this Unix time have their arrival message in the outbox (or sent).
+                t.column("arrivals_through", .double).notNull()
+                // Visits that arrived at or before this Unix time have their departure message in the outbox (or sent).
+                t.column("departures_through", .double).notNull()
             }
         }
         return migrator

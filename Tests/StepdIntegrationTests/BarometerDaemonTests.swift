@@ -78,8 +78,11 @@ final class BarometerDaemonTests: XCTestCase {
         let kpa = try XCTUnwrap(barometer["pressure_kpa"] as? Double)
         XCTAssertEqual(kpa, PressureTrack.pressureKilopascal(altitude: 120), accuracy: 0.05, "the fake's pressure, in kPa")
 
-        // Stairs: every sample fed, then the count. The slam came 4 s after the descent, while walking.
+        // Stairs: every sample fed, then the count. The slam came 4 s after the descent, while walking. The
+        // readings of the detector's last hold-back (10 s) wait for steps until the feed ends and the
+        // accelerometer's refill times out.
         _ = try stairs.waitForAllSamples(timeout: 90)
+        try stairs.waitUntil(timeout: 20, "the accelerometer's feed to end") { $0.sourceState != "running" }
         let steps = try stairs.steps()
         XCTAssertGreaterThan(steps["steps"] as? Int ?? 0, 50, "a walk")
         XCTAssertEqual(steps["floors_ascended"] as? Int, 3, "3 floors up by the stairs; log:\n\(stairs.fake.log)")

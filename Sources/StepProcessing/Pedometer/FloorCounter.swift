@@ -42,6 +42,7 @@ public struct FloorCounter: Sendable {
     public var floorHeightMeters: Double { parameters.floorHeight }
     public private(set) var ascended = 0
     public private(set) var descended = 0
+    public var counts: FloorCounts { FloorCounts(ascended: ascended, descended: descended) }
     /// CMAltimeter's relativeAltitude: the filtered height (m) relative to the first one since start or reset.
     public private(set) var relativeAltitudeMeters: Double?
 
@@ -77,6 +78,12 @@ public struct FloorCounter: Sendable {
         countedLevel = walkedHeight
         origin = lastFiltered?.height
         relativeAltitudeMeters = origin == nil ? nil : 0
+    }
+
+    /// Goes on from floors counted by an earlier run since the last reset (the history database's counter).
+    public mutating func resume(from counts: FloorCounts) {
+        ascended = counts.ascended
+        descended = counts.descended
     }
 
     /// Feeds one reading: `time` in seconds on any steady clock, pressure in kPa (as IIO's `in_pressure`),
@@ -137,5 +144,26 @@ public struct FloorCounter: Sendable {
             descended += 1
             countedLevel -= parameters.floorHeight
         }
+    }
+}
+
+/// Floors up and down: a count since the last reset, or what one stretch of readings added.
+public struct FloorCounts: Sendable, Equatable {
+    public var ascended: Int
+    public var descended: Int
+
+    public init(ascended: Int, descended: Int) {
+        self.ascended = ascended
+        self.descended = descended
+    }
+
+    public static let zero = FloorCounts(ascended: 0, descended: 0)
+
+    public static func + (a: FloorCounts, b: FloorCounts) -> FloorCounts {
+        FloorCounts(ascended: a.ascended + b.ascended, descended: a.descended + b.descended)
+    }
+
+    public static func - (a: FloorCounts, b: FloorCounts) -> FloorCounts {
+        FloorCounts(ascended: a.ascended - b.ascended, descended: a.descended - b.descended)
     }
 }

@@ -26,8 +26,8 @@ public enum EngineRecording {
             switch event {
             case let .step(count, time, strideMeters):
                 store.record(.step(count: count, time: time, distanceMeters: strideMeters))
-            case let .floors(ascended, _, time) where ascended > 0:
-                store.record(.floors(ascended: ascended, time: time))
+            case let .floors(added, _, time) where added.ascended > 0:
+                store.record(.floors(ascended: added.ascended, time: time))
             case .activity(.stationary, _):
                 // The walk's last steps are not followed by another that would carry them to the disk.
                 store.flush()

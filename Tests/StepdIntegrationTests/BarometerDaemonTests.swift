@@ -158,7 +158,21 @@ final class BarometerDaemonTests: XCTestCase {
             usleep(200_000)
         } while Date() < deadline
         XCTAssertEqual(history["floors"] as? Int, 3, "\(history)")
+        let firstSteps = try XCTUnwrap(steps["steps"] as? Int)
         XCTAssertEqual(daemon.terminate(), 0)
+
+        // SIGTERM and a start on the same history: the floors since the last reset go on as the steps do,
+        // shown from the new run's first reading (here a level walk: nothing added).
+        let level = directory.file("level.csv")
+        try write(try rows(walk, from: 20, to: 30, at: 0), to: level)
+        try "t,p_kpa\n0,100.5\n10,100.5\n".write(toFile: directory.file("level.pressure.csv"), atomically: true, encoding: .utf8)
+        let restarted = try Daemon(arguments: ["--replay", level, "--speed", "10"], directory: directory)
+        try restarted.waitUntil(timeout: 30, "the level replay to finish") { $0.sourceState == "finished" }
+        let again = try restarted.connect().request(["cmd": "steps"])
+        XCTAssertGreaterThan(again["steps"] as? Int ?? 0, firstSteps, "the steps go on")
+        XCTAssertEqual(again["floors_ascended"] as? Int, 3, "\(again)")
+        XCTAssertEqual(again["floors_descended"] as? Int, 2, "\(again)")
+        XCTAssertEqual(restarted.terminate(), 0)
 
         // --no-barometer leaves the pressure file unread: no floors, and STATUS says there is no barometer.
         let elsewhere = try TemporaryDirectory()

@@ -262,26 +262,31 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
 
     // MARK: Persistence and supervision (the store, systemd's watchdog)
 
-    /// Goes on from a count saved by an earlier run; called before the source starts.
-    public func restore(steps: Int, since: Date) {
+    /// Goes on from a count saved by an earlier run, with its floors when it had a barometer; called before
+    /// the source starts. The floors show once this run's barometer gives a reading.
+    public func restore(steps: Int, since: Date, floors saved: FloorCounts?) {
         queue.sync {
             self.steps = steps
             self.since = since
             restoredSteps = steps
+            if let saved { floors.resume(from: saved) }
             publish()
         }
     }
 
     /// Adds a count saved by an earlier run that the store could read only after counting had begun without
-    /// it (a store away at start): STEPS goes on from the sum, never from 0 nor from the saved count alone.
-    /// `completion` gets the new count on the processing queue, so it reaches the store in order with the steps.
-    public func add(savedSteps: Int, since savedSince: Date, completion: @escaping @Sendable (Int, Date) -> Void) {
+    /// it (a store away at start): STEPS goes on from the sum, never from 0 nor from the saved count alone, and
+    /// so do the floors. `completion` gets the new count on the processing queue, so it reaches the store in
+    /// order with the steps (floors nil while neither run has had a barometer).
+    public func add(saved: (steps: Int, since: Date, floors: FloorCounts?),
+                    completion: @escaping @Sendable (Int, Date, FloorCounts?) -> Void) {
         queue.async { [self] in
-            steps += savedSteps
-            restoredSteps += savedSteps
-            since = min(since, savedSince)
+            steps += saved.steps
+            restoredSteps += saved.steps
+            since = min(since, saved.since)
+            if let floorsSaved = saved.floors { floors.resume(from: floors.counter.counts + floorsSaved) }
             publish()
-            completion(steps, since)
+            completion(steps, since, floors.hasReadings || saved.floors != nil ? floors.counter.counts : nil)
         }
     }
 

@@ -5,14 +5,17 @@ import XCTest
 /// Floors from a barometer, end to end: a fake bmp280 (in_pressure_input in kPa, in_temp_input) read by the
 /// real libiio in a private mount namespace (scripts/fake-iio), its pressure rewritten 20 times a second from a
 /// track synthesised from physics (TestSupport/PressureTrack.swift: barometric formula, BMP280 datasheet noise,
-/// 1 hPa/h weather drift), over a real walking recording (../shared/data/steps, Oxford Step Counter data set,
-/// CC BY 4.0) fed as a bmi160. Real time throughout: the floor counter's windows are in seconds, so a feed
-/// sped up would change the physics. The two scenarios run side by side, each with its own daemon.
+/// 1 hPa/h weather drift), over real recordings bundled with the sources, so that it runs on a clean clone:
+/// walking from data/walk-inhand.csv.gz (Oxford Step Counter data set, CC BY 4.0), standing from
+/// Tests/data/oxwalk-p30-standing.csv.gz (OxWalk, CC BY 4.0), fed as a bmi160. Real time throughout: the floor
+/// counter's windows are in seconds, so a feed sped up would change the physics. The two scenarios run side by
+/// side, each with its own daemon.
 final class BarometerDaemonTests: XCTestCase {
-    /// Walking in hand, steady from 20 s on (Tests/qemu uses the same stretch).
-    private let walk = "steps/oxford-phone/samsung_jamie_hard_inhand_1/accel.csv.gz"
-    /// Free-living wrist recording with no step between 16 and 50 s (OxWalk, CC BY 4.0): someone standing.
-    private let still = "steps/oxwalk-wrist/oxwalk_p30_wrist_first/accel.csv.gz"
+    /// Walking in hand, steady from 20 s on (Tests/qemu uses the same stretch): the first 100 s of
+    /// samsung_jamie_hard_inhand_1.
+    private let walk = Binaries.bundledRecording
+    /// OxWalk P30's wrist from 18 to 41 s, in which nobody steps: someone standing.
+    private let still = Binaries.testData("oxwalk-p30-standing.csv.gz")
 
     /// Three floors up and two down by the stairs at 0.6 m/s, then a 30 Pa door slam for 2 s, all walking.
     static let stairs: PressureTrack = {
@@ -29,9 +32,8 @@ final class BarometerDaemonTests: XCTestCase {
         .init(seconds: 8, walking: false), .init(seconds: 8, walking: true)])
 
     /// The rows of a t,x,y,z recording between `from` and `to` seconds, rebased to start at `at`.
-    private func rows(_ relative: String, from: Double, to: Double, at start: Double) throws -> [String] {
-        let url = try Binaries.sharedData(relative)
-        let text = try runCommand("/bin/gzip", ["-dc", url.path]).stdout
+    private func rows(_ path: String, from: Double, to: Double, at start: Double) throws -> [String] {
+        let text = try runCommand("/bin/gzip", ["-dc", path]).stdout
         return text.split(separator: "\n").dropFirst().compactMap { line in
             let fields = line.split(separator: ",")
             guard fields.count == 4, let t = Double(fields[0]), t >= from, t < to else { return nil }

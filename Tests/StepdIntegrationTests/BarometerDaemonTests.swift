@@ -71,6 +71,9 @@ final class BarometerDaemonTests: XCTestCase {
                                    arguments: ["--barometer", "iio:device1"], directory: elevatorDirectory)
         try stairs.waitForSocket()
         try ride.waitForSocket()
+        // A watcher of PEDOMETER from the start, read at the end (its events wait in the socket meanwhile).
+        let watcher = try stairs.connect()
+        _ = try watcher.request(["cmd": "watch", "enable": true, "classes": ["PEDOMETER"]])
 
         let status = try stairs.waitUntil(timeout: 20, "the barometer running") { ($0["barometer"] as? [String: Any])?["state"] as? String == "running" }
         let barometer = try XCTUnwrap(status["barometer"] as? [String: Any])
@@ -91,6 +94,18 @@ final class BarometerDaemonTests: XCTestCase {
         XCTAssertEqual(steps["floors_descended"] as? Int, 2, "2 floors down by the stairs, and no door slam; log:\n\(stairs.fake.log)")
         let height = try XCTUnwrap(try stairs.status()["relative_altitude_m"] as? Double)
         XCTAssertEqual(height, 3, accuracy: 1, "one floor up in all")
+        // PEDOMETER events carry the floors: the watcher's last ones say 3 up and 2 down.
+        var pedometers: [[String: Any]] = []
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, pedometers.last?["floors_descended"] as? Int != 2 {
+            let event = try watcher.readObject()
+            if event["class"] as? String == "PEDOMETER" { pedometers.append(event) }
+        }
+        XCTAssertEqual(pedometers.last?["floors_ascended"] as? Int, 3, "\(pedometers.last ?? [:])")
+        XCTAssertEqual(pedometers.last?["floors_descended"] as? Int, 2, "\(pedometers.last ?? [:])")
+        let ups = pedometers.compactMap { $0["floors_ascended"] as? Int }
+        XCTAssertEqual(ups, ups.sorted(), "floors only go up between resets")
+        XCTAssertTrue(ups.contains(1) && ups.contains(2), "a PEDOMETER as each floor is counted: \(ups)")
 
         // The elevator: the same height, seen by the barometer, but no floor.
         _ = try ride.waitForAllSamples(timeout: 60)

@@ -267,6 +267,34 @@ final class BarometerDaemonTests: XCTestCase {
         XCTAssertEqual(fake.terminate(), 0)
     }
 
+    /// `--barometer X` with `--no-barometer` is refused, on the command line (64) as in stepd.conf (78), and so
+    /// is a path for a device; a replay says that it ignores `--barometer` (its barometer is the pressure file).
+    func testContradictoryBarometerOptionsAreRefusedAndAReplaySaysItIgnoresOne() throws {
+        let directory = try TemporaryDirectory()
+        // A replay of a file that is not there after the flags: a daemon that accepted them would exit 66.
+        let elsewhere = ["--socket", directory.file("x.sock"), "--state-dir", directory.file("state"), "--replay", directory.file("none.csv")]
+        let both = try runCommand(Binaries.stepd, ["--barometer", "bmp280", "--no-barometer"] + elsewhere)
+        XCTAssertEqual(both.status, 64, both.stderr)
+        XCTAssertTrue(both.stderr.contains("--barometer bmp280 names the barometer to read and --no-barometer reads none: give one of them"),
+                      both.stderr)
+        let config = directory.file("stepd.conf")
+        try "no_gps = true\nbarometer = baro\nno_barometer = true\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let file = try runCommand(Binaries.stepd, ["--config", config] + elsewhere)
+        XCTAssertEqual(file.status, 78, file.stderr)
+        XCTAssertTrue(file.stderr.hasPrefix("stepd: \(config):2: key \"barometer\": --barometer baro names the barometer to read and --no-barometer reads none"),
+                      file.stderr)
+        let path = try runCommand(Binaries.stepd, ["--barometer", "/sys/bus/iio/devices/iio:device1"] + elsewhere)
+        XCTAssertEqual(path.status, 64, path.stderr)
+        XCTAssertTrue(path.stderr.contains("expected an IIO device's name, label or iio:deviceN (not a path)"), path.stderr)
+
+        let replay = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--barometer", "bmp280", "--no-gps"], directory: directory)
+        try pollUntil("the warning in the log", timeout: 10, detail: replay.log) {
+            replay.log.contains("--barometer bmp280 is ignored: a replay's barometer is the pressure file beside its recording (walk-inhand.pressure.csv or walk-inhand.pressure.csv.gz)")
+        }
+        XCTAssertEqual((try replay.connect().request(["cmd": "status"])["barometer"] as? [String: Any])?["kind"] as? String, "none")
+        XCTAssertEqual(replay.terminate(), 0)
+    }
+
     private func pressureFile() throws -> String {
         let directory = try TemporaryDirectory()
         keep.append(directory)

@@ -31,7 +31,8 @@ public struct FloorCounter: Sendable {
         /// ~0.0023 m/s (1 hPa an hour), so 0.05 m/s leaves a margin of 20 on that side and 3 on the other.
         public var minimumClimbRate = 0.05
         /// Fastest climb that counts (m/s): stairs at a walking pace take 0.15-0.6 m/s, stair-race winners
-        /// average ~0.6 m/s (Empire State Building Run-Up: 320 m in under 10 min); elevators run 1-2.5 m/s.
+        /// average ~0.6 m/s (Empire State Building Run-Up: 320 m in under 10 min). Lifts run from under 1 m/s
+        /// to 6 m/s, so the slow ones fall inside the band: only the missing steps leave them out.
         public var maximumClimbRate = 1.2
         /// A climb ends after this long without climbing; what it left short of a floor is dropped (s).
         public var climbEndSeconds = 30.0

@@ -64,6 +64,22 @@ final class EngineFloorsTests: XCTestCase {
                        accuracy: 1e-9)
     }
 
+    /// While the accelerometer runs, a reading waits for the next batch of samples instead of waking the
+    /// processing queue (4 wake-ups a second at 4 Hz); the batch counts it.
+    func testAReadingWaitsForTheNextBatchWhileTheAccelerometerRuns() {
+        let engine = Engine()
+        engine.sourceStateChanged(.running)
+        engine.receive([Sample(time: 0, x: 0, y: 0, z: 9.81)])
+        engine.drain()   // the state reaches the barometer's side with the queue
+        engine.receive(pressure: PressureReading(time: 0.05, kilopascal: 100.5))
+        engine.drain()
+        XCTAssertNil(engine.snapshot.barometer.lastKilopascal, "not taken before a batch comes")
+        engine.receive([Sample(time: 0.1, x: 0, y: 0, z: 9.81)])
+        engine.drain()
+        XCTAssertEqual(engine.snapshot.barometer.lastKilopascal, 100.5)
+        XCTAssertEqual(engine.snapshot.floorsAscended, 0, "floors from the first reading on")
+    }
+
     /// Readings held back do not wait for ever: with the accelerometer stopped they are counted as they come.
     func testReadingsCountAtOnceWhileTheAccelerometerIsNotRunning() {
         let engine = Engine()

@@ -53,6 +53,18 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
     private var lastStepWall: Date?
 
     private let latestHardwareSteps = NIOLockedValueBox<Int?>(nil)
+    /// Barometer readings waiting for the next batch of samples, which counts them (they wait for the
+    /// detector's hold-back anyway): a reading then costs the processing queue no wake-up of its own, which
+    /// at 4 Hz was 4 of the barometer's 8 wake-ups a second (docs/barometer.md). A reading goes to the queue
+    /// at once only while no batch is coming: the accelerometer not running, or many readings waiting.
+    private let pressureInbox = NIOLockedValueBox(PressureInbox())
+    private struct PressureInbox {
+        var readings: [PressureReading] = []
+        /// Mirrors `source.state == .running` for the barometer's thread.
+        var batchesComing = false
+        /// More than this waiting and a batch is late: the queue looks at them (the stall check in `receive`).
+        static let mostWaiting = 32
+    }
     /// Readings the source dropped itself (IIO glitches), added to the pipeline's rejections in STATUS.
     private let sourceRejected = NIOLockedValueBox(0)
 
@@ -145,6 +157,8 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
                 logger.info("source \(source.description): \(state.name)")
             }
             source.state = state
+            pressureInbox.withLockedValue { $0.batchesComing = state == .running }
+            takeWaitingReadings()
             // No more samples will bring steps for the pressure readings held, nor tell the walk has stopped
             // (a replay that ended, a device gone).
             let change = state != .running ? floors.countHeld() : nil
@@ -180,18 +194,35 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
 
     /// A barometer reading: from the first one on, floors are counted. The reading waits until the steps
     /// around it are known, the detector's hold-back after its time (StepAlignedFloors, as `stepd analyze`),
-    /// and is counted with the batch of samples that brings them (`process`).
+    /// and is counted with the batch of samples that brings them (`process`, which takes it from the inbox).
     public func receive(pressure: PressureReading) {
+        let hop = pressureInbox.withLockedValue { inbox -> Bool in
+            inbox.readings.append(pressure)
+            return !inbox.batchesComing || inbox.readings.count > PressureInbox.mostWaiting
+        }
+        guard hop else { return }
         queue.async { [self] in
-            floors.add(pressure)
-            barometer.lastKilopascal = pressure.kilopascal
+            guard let newest = takeWaitingReadings() else { return }
             // No step is coming for the readings held while the accelerometer is not running, or has sent
             // nothing for longer than the hold-back (both clocks are the monotonic one, or a replay's).
-            let stalled = source.state != .running || pressure.time - lastSampleTime > stepHoldBackSeconds
+            let stalled = source.state != .running || newest.time - lastSampleTime > stepHoldBackSeconds
             let change = stalled ? floors.countHeld() : nil
             let s = publish()
-            if let change { announce(change, wall: Date().addingTimeInterval(change.time - pressure.time), snapshot: s) }
+            if let change { announce(change, wall: Date().addingTimeInterval(change.time - newest.time), snapshot: s) }
         }
+    }
+
+    /// Moves the readings waiting in the inbox to the floor counter's hold; returns the newest.
+    @discardableResult
+    private func takeWaitingReadings() -> PressureReading? {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let readings = pressureInbox.withLockedValue { inbox -> [PressureReading] in
+            defer { inbox.readings.removeAll(keepingCapacity: true) }
+            return inbox.readings
+        }
+        for reading in readings { floors.add(reading) }
+        if let newest = readings.last { barometer.lastKilopascal = newest.kilopascal }
+        return readings.last
     }
 
     /// Floors counted: news for the history and for PEDOMETER watchers even when no step follows them.
@@ -338,6 +369,7 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
             }
             for handler in handlers { handler(.step(count: steps, time: wall(t), strideMeters: stride.strideMeters)) }
         }
+        takeWaitingReadings()
         let floorChange = floors.advance(to: last.time)
         let pause = activity.advance(to: last.time)
         let s = publish()

@@ -99,7 +99,7 @@ let package = Package(
         // What the test targets share (a seeded generator); not part of the product.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "StepProcessingTests", dependencies: ["StepProcessing", "TestSupport"], path: "Tests/StepProcessingTests"),
-        .testTarget(name: "StepServiceTests", dependencies: ["StepProtocol", "StepService", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio")], path: "Tests/StepServiceTests"),
+        .testTarget(name: "StepServiceTests", dependencies: ["StepProtocol", "StepService", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio")], path: "Tests/StepServiceTests"),
         .testTarget(name: "StepdIntegrationTests", dependencies: ["StepProtocol", "StepAcquisition", "TestSupport"],
                     path: "Tests/StepdIntegrationTests"),
     ]

@@ -11,8 +11,13 @@ enum BarometerChoice {
     /// none to stop (then STATUS says why).
     static func start(for source: SourceChoice.Chosen, options: IIOOptions, engine: Engine, logger: Logger) -> IIOBarometerSource? {
         if case .replay(let replay) = source {
+            let names = PressureFile.candidates(besideRecording: replay.path).map { ($0 as NSString).lastPathComponent }
+            // Ignored rather than refused, so that a stepd.conf naming the board's barometer still lets a
+            // recording play; but said, so that nobody expects floors from the sensor.
+            if let named = options.barometer {
+                logger.warning("--barometer \(named) is ignored: a replay's barometer is the pressure file beside its recording (\(names.joined(separator: " or ")))")
+            }
             if replay.pressurePath == nil {
-                let names = PressureFile.candidates(besideRecording: replay.path).map { ($0 as NSString).lastPathComponent }
                 engine.barometerIdentified(kind: "none", description: "", rateHz: nil)
                 engine.barometerStateChanged(.unavailable(reason: "no pressure file beside the recording (\(names.joined(separator: " or ")))"))
             }

@@ -14,6 +14,14 @@ struct IIOOptions: ParsableArguments {
 
     var uri: String { iioURI ?? "local:" }
 
+    /// A barometer named and none wanted is a contradiction (a stepd.conf and a command line that disagree
+    /// included), not a choice to make silently for one of them.
+    func validate() throws {
+        if let barometer, noBarometer {
+            throw ValidationError("--barometer \(barometer) names the barometer to read and --no-barometer reads none: give one of them")
+        }
+    }
+
     /// Prints every accelerometer and barometer; a context that cannot be opened is a clear error, not a crash.
     func listAccelerometers() throws {
         let found: [AccelerometerDescription]

@@ -34,12 +34,13 @@ final class RecordingAnalysis {
     }
 
     /// The barometer's readings beside the recording (`NAME.pressure.csv[.gz]`, PressureFile.swift), counted
-    /// into floors with the steps as they are found; nil without one. A broken pressure file ends the file's
-    /// analysis as a broken recording does: 66 unreadable, 65 bad content.
-    private func pressureBeside() throws -> RecordingFloors? {
+    /// into floors with the steps as they are found, each once the detector can report no more steps before
+    /// it (as the daemon does); nil without one. A broken pressure file ends the file's analysis as a broken
+    /// recording does: 66 unreadable, 65 bad content.
+    private func pressureBeside(holdBackSeconds: Double) throws -> StepAlignedFloors? {
         guard let file = PressureFile.find(besideRecording: path) else { return nil }
         do {
-            return RecordingFloors(pressure: try PressureFile.read(path: file))
+            return StepAlignedFloors(pressure: try PressureFile.read(path: file), holdBackSeconds: holdBackSeconds)
         } catch let error as PressureFileError {
             throw AnalysisFailure(description: "\(error)", status: error.isMissingInput ? .noInput : .dataError)
         }
@@ -48,7 +49,7 @@ final class RecordingAnalysis {
     /// Runs the pass. `progress` gets the compressed bytes read and the samples so far, after each chunk.
     func run(progress: (Int, Int) -> Void) throws -> AnalysisResult {
         let pipeline = makePipeline()
-        let floors = try pressureBeside()
+        let floors = try pressureBeside(holdBackSeconds: pipeline.detector.longestReportDelaySeconds)
         var state: PassState?
         var result = AnalysisResult(path: path, detector: settings.detector.rawValue)
         let started = RecordingReader.monotonicSeconds()
@@ -79,9 +80,9 @@ private struct PassState {
     let outputs: AnalysisOutputs
     let clock: AnalysisClock
     var stepBuffer: [Double] = []
-    var floors: RecordingFloors?
+    var floors: StepAlignedFloors?
 
-    init(first: Sample, settings: RecordingAnalysis.Settings, floors: RecordingFloors?, makeOutputs: (AnalysisClock) throws -> AnalysisOutputs) throws {
+    init(first: Sample, settings: RecordingAnalysis.Settings, floors: StepAlignedFloors?, makeOutputs: (AnalysisClock) throws -> AnalysisOutputs) throws {
         // A `t` in Unix time is absolute as it stands; otherwise `--start` (if given) is the time of t = 0.
         let unixTime = first.time >= AnalysisClock.unixTimeThreshold
         clock = AnalysisClock(unixOffsetSeconds: unixTime ? 0 : settings.startUnixSeconds, timeZone: settings.timeZone)

@@ -41,6 +41,7 @@ struct Run: ParsableCommand {
     func validate() throws {
         try gps.validate()
         try mqtt.validate()
+        try iio.validate()
         if demo && replay != nil {
             throw ValidationError("--demo plays the bundled recording and --replay another one: give one of them")
         }

@@ -47,7 +47,10 @@ final class ConfigFileTests: XCTestCase {
                                  ("loop = maybe", "true or false"),
                                  ("detector = magic", "one of threshold, peak"),
                                  ("speed = nan", "a number from 0.01 to 1000"),
-                                 ("log_level = loud", "one of trace, debug, info, notice, warning, error, critical")] {
+                                 ("log_level = loud", "one of trace, debug, info, notice, warning, error, critical"),
+                                 // A name, label or iio:deviceN: a path would match no device and be waited for ever.
+                                 ("barometer = /sys/bus/iio/devices/iio:device1", "an IIO device's name, label or iio:deviceN (not a path)"),
+                                 ("device = /dev/iio:device0", "an IIO device's name, label or iio:deviceN (not a path)")] {
             XCTAssertThrowsError(try ConfigFile.parse(line, path: path), line) { error in
                 guard case ConfigError.badValue(_, 1, _, _, let got) = error else { return XCTFail("\(line): \(error)") }
                 XCTAssertEqual(got, expected, line)

@@ -169,11 +169,72 @@ final class StepStoreTests: XCTestCase {
         let store = makeStore()
         _ = store.open(fresh: .init(steps: 0, since: Date()))
         store.record(.step(count: 1, time: date("2026-06-01T10:00:10Z"), distanceMeters: 1))
-        store.record(.floors(ascended: 1, time: date("2026-06-01T10:01:10Z")))
-        store.record(.floors(ascended: 2, time: date("2026-06-01T10:01:50Z")))
-        let bins = try store.history(from: date("2026-06-01T10:00:00Z"), to: date("2026-06-01T10:02:00Z"), size: .minute)
-        XCTAssertEqual(bins.map(\.floors), [nil, 3])
+        store.record(.floors(added: .init(ascended: 1, descended: 0), total: .init(ascended: 1, descended: 0),
+                             time: date("2026-06-01T10:01:10Z")))
+        store.record(.floors(added: .init(ascended: 2, descended: 0), total: .init(ascended: 3, descended: 0),
+                             time: date("2026-06-01T10:01:50Z")))
+        store.record(.floors(added: .init(ascended: 0, descended: 1), total: .init(ascended: 3, descended: 1),
+                             time: date("2026-06-01T10:02:30Z")))
+        let bins = try store.history(from: date("2026-06-01T10:00:00Z"), to: date("2026-06-01T10:03:00Z"), size: .minute)
+        XCTAssertEqual(bins.map(\.floors), [nil, 3], "bins keep the floors climbed; a descent makes no bin")
         store.close()
+    }
+
+    /// Floors up and down since the last reset are in the counter, so that a restart goes on from them as it
+    /// goes on from the steps; a reset starts them again (none until a barometer counts).
+    func testFloorsSinceTheResetSurviveAReopen() throws {
+        let since = Date(timeIntervalSince1970: 1_790_000_000)
+        let first = makeStore()
+        _ = first.open(fresh: .init(steps: 0, since: since))
+        first.record(.step(count: 1, time: Date(), distanceMeters: 0.7))
+        first.record(.floors(added: .init(ascended: 3, descended: 0), total: .init(ascended: 3, descended: 0), time: Date()))
+        first.record(.floors(added: .init(ascended: 0, descended: 2), total: .init(ascended: 3, descended: 2), time: Date()))
+        first.record(.step(count: 2, time: Date(), distanceMeters: 0.7))
+        let saved = StepStore.Counter(steps: 2, since: since, floors: .init(ascended: 3, descended: 2))
+        XCTAssertEqual(first.close(), saved)
+
+        let second = makeStore()
+        XCTAssertEqual(second.open(fresh: .init(steps: 0, since: Date())), saved)
+        let resetAt = Date()
+        second.record(.reset(since: resetAt))
+        XCTAssertEqual(second.close(), .init(steps: 0, since: resetAt))
+        XCTAssertNil(makeStore().open(fresh: .init(steps: 0, since: Date())).floors, "no floors since the reset")
+    }
+
+    /// A history file written before the floors columns (schema v2) is migrated on open, its count kept.
+    func testAVersionTwoFileGainsTheFloorsColumns() throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let path = makeStore().configuration.path
+        let old = try DatabaseQueue(path: path)
+        try StoreSchema.migrator.migrate(old, upTo: "v2: MQTT outbox and the last minute queued")
+        try old.write { db in
+            try db.execute(sql: "INSERT INTO counter (id, steps, since, updated) VALUES (1, 42, 1790000000, 1790000000)")
+        }
+        try old.close()
+        let store = makeStore()
+        let counter = store.open(fresh: .init(steps: 0, since: Date()))
+        XCTAssertEqual(counter, .init(steps: 42, since: Date(timeIntervalSince1970: 1_790_000_000)))
+        store.record(.floors(added: .init(ascended: 1, descended: 0), total: .init(ascended: 1, descended: 0), time: Date()))
+        XCTAssertEqual(store.close()?.floors, .init(ascended: 1, descended: 0))
+        XCTAssertEqual(makeStore().open(fresh: .init(steps: 0, since: Date())).floors, .init(ascended: 1, descended: 0))
+    }
+
+    /// EngineRecording: a restart shows the floors saved once this run's barometer gives its first reading.
+    func testTheEngineGoesOnFromTheSavedFloors() throws {
+        let first = makeStore()
+        _ = first.open(fresh: .init(steps: 0, since: Date()))
+        first.record(.floors(added: .init(ascended: 3, descended: 2), total: .init(ascended: 3, descended: 2), time: Date()))
+        first.close()
+
+        let engine = Engine()
+        let store = makeStore()
+        EngineRecording.start(engine: engine, store: store, logger: Logger(label: "test"))
+        XCTAssertNil(engine.snapshot.floorsAscended, "no barometer yet: no floors shown")
+        engine.receive(pressure: PressureReading(time: 1, kilopascal: 100.5))
+        engine.drain()
+        XCTAssertEqual(engine.snapshot.floorsAscended, 3)
+        XCTAssertEqual(engine.snapshot.floorsDescended, 2)
+        XCTAssertEqual(store.close()?.floors, .init(ascended: 3, descended: 2))
     }
 
     func testPruningDropsWhatIsOlderThanTheRetention() throws {

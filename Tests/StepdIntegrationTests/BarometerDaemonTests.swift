@@ -5,14 +5,17 @@ import XCTest
 /// Floors from a barometer, end to end: a fake bmp280 (in_pressure_input in kPa, in_temp_input) read by the
 /// real libiio in a private mount namespace (scripts/fake-iio), its pressure rewritten 20 times a second from a
 /// track synthesised from physics (TestSupport/PressureTrack.swift: barometric formula, BMP280 datasheet noise,
-/// 1 hPa/h weather drift), over a real walking recording (../shared/data/steps, Oxford Step Counter data set,
-/// CC BY 4.0) fed as a bmi160. Real time throughout: the floor counter's windows are in seconds, so a feed
-/// sped up would change the physics. The two scenarios run side by side, each with its own daemon.
+/// 1 hPa/h weather drift), over real recordings bundled with the sources, so that it runs on a clean clone:
+/// walking from data/walk-inhand.csv.gz (Oxford Step Counter data set, CC BY 4.0), standing from
+/// Tests/data/oxwalk-p30-standing.csv.gz (OxWalk, CC BY 4.0), fed as a bmi160. Real time throughout: the floor
+/// counter's windows are in seconds, so a feed sped up would change the physics. The two scenarios run side by
+/// side, each with its own daemon.
 final class BarometerDaemonTests: XCTestCase {
-    /// Walking in hand, steady from 20 s on (Tests/qemu uses the same stretch).
-    private let walk = "steps/oxford-phone/samsung_jamie_hard_inhand_1/accel.csv.gz"
-    /// Free-living wrist recording with no step between 16 and 50 s (OxWalk, CC BY 4.0): someone standing.
-    private let still = "steps/oxwalk-wrist/oxwalk_p30_wrist_first/accel.csv.gz"
+    /// Walking in hand, steady from 20 s on (Tests/qemu uses the same stretch): the first 100 s of
+    /// samsung_jamie_hard_inhand_1.
+    private let walk = Binaries.bundledRecording
+    /// OxWalk P30's wrist from 18 to 41 s, in which nobody steps: someone standing.
+    private let still = Binaries.testData("oxwalk-p30-standing.csv.gz")
 
     /// Three floors up and two down by the stairs at 0.6 m/s, then a 30 Pa door slam for 2 s, all walking.
     static let stairs: PressureTrack = {
@@ -29,9 +32,8 @@ final class BarometerDaemonTests: XCTestCase {
         .init(seconds: 8, walking: false), .init(seconds: 8, walking: true)])
 
     /// The rows of a t,x,y,z recording between `from` and `to` seconds, rebased to start at `at`.
-    private func rows(_ relative: String, from: Double, to: Double, at start: Double) throws -> [String] {
-        let url = try Binaries.sharedData(relative)
-        let text = try runCommand("/bin/gzip", ["-dc", url.path]).stdout
+    private func rows(_ path: String, from: Double, to: Double, at start: Double) throws -> [String] {
+        let text = try runCommand("/bin/gzip", ["-dc", path]).stdout
         return text.split(separator: "\n").dropFirst().compactMap { line in
             let fields = line.split(separator: ",")
             guard fields.count == 4, let t = Double(fields[0]), t >= from, t < to else { return nil }
@@ -69,6 +71,9 @@ final class BarometerDaemonTests: XCTestCase {
                                    arguments: ["--barometer", "iio:device1"], directory: elevatorDirectory)
         try stairs.waitForSocket()
         try ride.waitForSocket()
+        // A watcher of PEDOMETER from the start, read at the end (its events wait in the socket meanwhile).
+        let watcher = try stairs.connect()
+        _ = try watcher.request(["cmd": "watch", "enable": true, "classes": ["PEDOMETER"]])
 
         let status = try stairs.waitUntil(timeout: 20, "the barometer running") { ($0["barometer"] as? [String: Any])?["state"] as? String == "running" }
         let barometer = try XCTUnwrap(status["barometer"] as? [String: Any])
@@ -78,14 +83,29 @@ final class BarometerDaemonTests: XCTestCase {
         let kpa = try XCTUnwrap(barometer["pressure_kpa"] as? Double)
         XCTAssertEqual(kpa, PressureTrack.pressureKilopascal(altitude: 120), accuracy: 0.05, "the fake's pressure, in kPa")
 
-        // Stairs: every sample fed, then the count. The slam came 4 s after the descent, while walking.
+        // Stairs: every sample fed, then the count. The slam came 4 s after the descent, while walking. The
+        // readings of the detector's last hold-back (10 s) wait for steps until the feed ends and the
+        // accelerometer's refill times out.
         _ = try stairs.waitForAllSamples(timeout: 90)
+        try stairs.waitUntil(timeout: 20, "the accelerometer's feed to end") { $0.sourceState != "running" }
         let steps = try stairs.steps()
         XCTAssertGreaterThan(steps["steps"] as? Int ?? 0, 50, "a walk")
         XCTAssertEqual(steps["floors_ascended"] as? Int, 3, "3 floors up by the stairs; log:\n\(stairs.fake.log)")
         XCTAssertEqual(steps["floors_descended"] as? Int, 2, "2 floors down by the stairs, and no door slam; log:\n\(stairs.fake.log)")
         let height = try XCTUnwrap(try stairs.status()["relative_altitude_m"] as? Double)
         XCTAssertEqual(height, 3, accuracy: 1, "one floor up in all")
+        // PEDOMETER events carry the floors: the watcher's last ones say 3 up and 2 down.
+        var pedometers: [[String: Any]] = []
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, pedometers.last?["floors_descended"] as? Int != 2 {
+            let event = try watcher.readObject()
+            if event["class"] as? String == "PEDOMETER" { pedometers.append(event) }
+        }
+        XCTAssertEqual(pedometers.last?["floors_ascended"] as? Int, 3, "\(pedometers.last ?? [:])")
+        XCTAssertEqual(pedometers.last?["floors_descended"] as? Int, 2, "\(pedometers.last ?? [:])")
+        let ups = pedometers.compactMap { $0["floors_ascended"] as? Int }
+        XCTAssertEqual(ups, ups.sorted(), "floors only go up between resets")
+        XCTAssertTrue(ups.contains(1) && ups.contains(2), "a PEDOMETER as each floor is counted: \(ups)")
 
         // The elevator: the same height, seen by the barometer, but no floor.
         _ = try ride.waitForAllSamples(timeout: 60)
@@ -155,7 +175,21 @@ final class BarometerDaemonTests: XCTestCase {
             usleep(200_000)
         } while Date() < deadline
         XCTAssertEqual(history["floors"] as? Int, 3, "\(history)")
+        let firstSteps = try XCTUnwrap(steps["steps"] as? Int)
         XCTAssertEqual(daemon.terminate(), 0)
+
+        // SIGTERM and a start on the same history: the floors since the last reset go on as the steps do,
+        // shown from the new run's first reading (here a level walk: nothing added).
+        let level = directory.file("level.csv")
+        try write(try rows(walk, from: 20, to: 30, at: 0), to: level)
+        try "t,p_kpa\n0,100.5\n10,100.5\n".write(toFile: directory.file("level.pressure.csv"), atomically: true, encoding: .utf8)
+        let restarted = try Daemon(arguments: ["--replay", level, "--speed", "10"], directory: directory)
+        try restarted.waitUntil(timeout: 30, "the level replay to finish") { $0.sourceState == "finished" }
+        let again = try restarted.connect().request(["cmd": "steps"])
+        XCTAssertGreaterThan(again["steps"] as? Int ?? 0, firstSteps, "the steps go on")
+        XCTAssertEqual(again["floors_ascended"] as? Int, 3, "\(again)")
+        XCTAssertEqual(again["floors_descended"] as? Int, 2, "\(again)")
+        XCTAssertEqual(restarted.terminate(), 0)
 
         // --no-barometer leaves the pressure file unread: no floors, and STATUS says there is no barometer.
         let elsewhere = try TemporaryDirectory()
@@ -231,6 +265,34 @@ final class BarometerDaemonTests: XCTestCase {
         XCTAssertEqual(barometer["error"] as? String, "barometer disabled (--no-barometer)")
         XCTAssertNil(try daemon.steps()["floors_ascended"], "no barometer read, no floors")
         XCTAssertEqual(fake.terminate(), 0)
+    }
+
+    /// `--barometer X` with `--no-barometer` is refused, on the command line (64) as in stepd.conf (78), and so
+    /// is a path for a device; a replay says that it ignores `--barometer` (its barometer is the pressure file).
+    func testContradictoryBarometerOptionsAreRefusedAndAReplaySaysItIgnoresOne() throws {
+        let directory = try TemporaryDirectory()
+        // A replay of a file that is not there after the flags: a daemon that accepted them would exit 66.
+        let elsewhere = ["--socket", directory.file("x.sock"), "--state-dir", directory.file("state"), "--replay", directory.file("none.csv")]
+        let both = try runCommand(Binaries.stepd, ["--barometer", "bmp280", "--no-barometer"] + elsewhere)
+        XCTAssertEqual(both.status, 64, both.stderr)
+        XCTAssertTrue(both.stderr.contains("--barometer bmp280 names the barometer to read and --no-barometer reads none: give one of them"),
+                      both.stderr)
+        let config = directory.file("stepd.conf")
+        try "no_gps = true\nbarometer = baro\nno_barometer = true\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let file = try runCommand(Binaries.stepd, ["--config", config] + elsewhere)
+        XCTAssertEqual(file.status, 78, file.stderr)
+        XCTAssertTrue(file.stderr.hasPrefix("stepd: \(config):2: key \"barometer\": --barometer baro names the barometer to read and --no-barometer reads none"),
+                      file.stderr)
+        let path = try runCommand(Binaries.stepd, ["--barometer", "/sys/bus/iio/devices/iio:device1"] + elsewhere)
+        XCTAssertEqual(path.status, 64, path.stderr)
+        XCTAssertTrue(path.stderr.contains("expected an IIO device's name, label or iio:deviceN (not a path)"), path.stderr)
+
+        let replay = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--barometer", "bmp280", "--no-gps"], directory: directory)
+        try pollUntil("the warning in the log", timeout: 10, detail: replay.log) {
+            replay.log.contains("--barometer bmp280 is ignored: a replay's barometer is the pressure file beside its recording (walk-inhand.pressure.csv or walk-inhand.pressure.csv.gz)")
+        }
+        XCTAssertEqual((try replay.connect().request(["cmd": "status"])["barometer"] as? [String: Any])?["kind"] as? String, "none")
+        XCTAssertEqual(replay.terminate(), 0)
     }
 
     private func pressureFile() throws -> String {

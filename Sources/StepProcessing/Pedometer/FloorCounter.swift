@@ -31,7 +31,8 @@ public struct FloorCounter: Sendable {
         /// ~0.0023 m/s (1 hPa an hour), so 0.05 m/s leaves a margin of 20 on that side and 3 on the other.
         public var minimumClimbRate = 0.05
         /// Fastest climb that counts (m/s): stairs at a walking pace take 0.15-0.6 m/s, stair-race winners
-        /// average ~0.6 m/s (Empire State Building Run-Up: 320 m in under 10 min); elevators run 1-2.5 m/s.
+        /// average ~0.6 m/s (Empire State Building Run-Up: 320 m in under 10 min). Lifts run from under 1 m/s
+        /// to 6 m/s, so the slow ones fall inside the band: only the missing steps leave them out.
         public var maximumClimbRate = 1.2
         /// A climb ends after this long without climbing; what it left short of a floor is dropped (s).
         public var climbEndSeconds = 30.0
@@ -42,6 +43,7 @@ public struct FloorCounter: Sendable {
     public var floorHeightMeters: Double { parameters.floorHeight }
     public private(set) var ascended = 0
     public private(set) var descended = 0
+    public var counts: FloorCounts { FloorCounts(ascended: ascended, descended: descended) }
     /// CMAltimeter's relativeAltitude: the filtered height (m) relative to the first one since start or reset.
     public private(set) var relativeAltitudeMeters: Double?
 
@@ -77,6 +79,12 @@ public struct FloorCounter: Sendable {
         countedLevel = walkedHeight
         origin = lastFiltered?.height
         relativeAltitudeMeters = origin == nil ? nil : 0
+    }
+
+    /// Goes on from floors counted by an earlier run since the last reset (the history database's counter).
+    public mutating func resume(from counts: FloorCounts) {
+        ascended = counts.ascended
+        descended = counts.descended
     }
 
     /// Feeds one reading: `time` in seconds on any steady clock, pressure in kPa (as IIO's `in_pressure`),
@@ -137,5 +145,26 @@ public struct FloorCounter: Sendable {
             descended += 1
             countedLevel -= parameters.floorHeight
         }
+    }
+}
+
+/// Floors up and down: a count since the last reset, or what one stretch of readings added.
+public struct FloorCounts: Sendable, Equatable {
+    public var ascended: Int
+    public var descended: Int
+
+    public init(ascended: Int, descended: Int) {
+        self.ascended = ascended
+        self.descended = descended
+    }
+
+    public static let zero = FloorCounts(ascended: 0, descended: 0)
+
+    public static func + (a: FloorCounts, b: FloorCounts) -> FloorCounts {
+        FloorCounts(ascended: a.ascended + b.ascended, descended: a.descended + b.descended)
+    }
+
+    public static func - (a: FloorCounts, b: FloorCounts) -> FloorCounts {
+        FloorCounts(ascended: a.ascended - b.ascended, descended: a.descended - b.descended)
     }
 }

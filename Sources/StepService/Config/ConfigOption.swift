@@ -16,6 +16,9 @@ public struct ConfigOption: Sendable {
         case flag
         /// HOST:PORT, IPv6 in brackets ([::1]:2947), as gpsd's clients write it.
         case address
+        /// An IIO device as stepd matches it: its `name`, its `label` or its id `iio:deviceN`. Never a path
+        /// (a sysfs or /dev path would match no device, and stepd would wait for it for ever), so no `/`.
+        case deviceName
 
         /// The typed value of `text`, or nil when it is not of this kind or out of range.
         public func parse(_ text: String) -> ConfigValue? {
@@ -38,6 +41,8 @@ public struct ConfigOption: Sendable {
                 }
             case .address:
                 return (try? GPSDAddress(parsing: text)) == nil ? nil : .string(text)
+            case .deviceName:
+                return text.isEmpty || text.contains(where: { $0 == "\0" || $0 == "/" || $0.isNewline }) ? nil : .string(text)
             }
         }
 
@@ -50,6 +55,7 @@ public struct ConfigOption: Sendable {
             case .number(let r): return "a number from \(Self.format(r.lowerBound)) to \(Self.format(r.upperBound))"
             case .flag: return "true or false"
             case .address: return "HOST:PORT"
+            case .deviceName: return "an IIO device's name, label or iio:deviceN (not a path)"
             }
         }
 
@@ -137,14 +143,14 @@ extension ConfigOption {
         ConfigOption(key: "height", kind: .number(0.5...2.5), defaultText: "1.70",
                      help: "The walker's height in metres, for the stride length until GPS calibrates it.", valueName: "m",
                      details: "The stride is 0.414 × height."),
-        ConfigOption(key: "device", kind: .path, defaultText: "(the first accelerometer)",
+        ConfigOption(key: "device", kind: .deviceName, defaultText: "(the first accelerometer)",
                      help: "The IIO accelerometer to read: its name, label or iio:deviceN.", valueName: "name",
                      details: "See [iio.md](iio.md).", example: "bmi160"),
         ConfigOption(key: "iio_uri", kind: .path, defaultText: "local:",
                      help: "The libiio context: local: or ip:HOST for a board running iiod.", valueName: "uri"),
-        ConfigOption(key: "barometer", kind: .path, defaultText: "(the first barometer)",
+        ConfigOption(key: "barometer", kind: .deviceName, defaultText: "(the first barometer)",
                      help: "The IIO pressure sensor floors are counted from: its name, label or iio:deviceN.", valueName: "name",
-                     details: "Read through the same libiio context as the accelerometer, 4 times a second. With none present, stepd waits for one and counts no floors meanwhile. See [barometer.md](barometer.md).",
+                     details: "Read through the same libiio context as the accelerometer, 4 times a second. With none present, stepd waits for one and counts no floors meanwhile. Refused together with `no_barometer`. A replay (`replay`, `demo`) reads the pressure file beside its recording instead, and says at start that this is ignored. See [barometer.md](barometer.md).",
                      example: "bmp280"),
         ConfigOption(key: "no_barometer", kind: .flag, defaultText: "false",
                      help: "Do not read a barometer (nor a replayed recording's pressure file): no floors, no relative_altitude_m.",

@@ -64,6 +64,7 @@ public enum OptionDocs {
             return "From \(ConfigOption.Kind.format(r.lowerBound)) to \(ConfigOption.Kind.format(r.upperBound))."
         case .flag: return "In the file `true` or `false` (also yes/no, on/off, 1/0)."
         case .address: return nil
+        case .deviceName: return "Not a path: a `/` is refused (`--list-devices` shows the names and labels)."
         }
     }
 

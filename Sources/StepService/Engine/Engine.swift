@@ -35,7 +35,9 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
     private var stride: StrideModel
     private var motion: MotionEstimator
     private var lastMotion: MotionEstimate?
-    private var floors: FloorCounter?
+    /// Pressure readings held until the steps around them are known, counted into floors as `stepd analyze`
+    /// counts them (StepAlignedFloors); no floors in the snapshot before a reading comes.
+    private var floors: StepAlignedFloors
     private var barometer = BarometerState()
     private var lastSampleTime = 0.0
     private var lastSampleWall = Date()
@@ -51,6 +53,18 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
     private var lastStepWall: Date?
 
     private let latestHardwareSteps = NIOLockedValueBox<Int?>(nil)
+    /// Barometer readings waiting for the next batch of samples, which counts them (they wait for the
+    /// detector's hold-back anyway): a reading then costs the processing queue no wake-up of its own, which
+    /// at 4 Hz was 4 of the barometer's 8 wake-ups a second (docs/barometer.md). A reading goes to the queue
+    /// at once only while no batch is coming: the accelerometer not running, or many readings waiting.
+    private let pressureInbox = NIOLockedValueBox(PressureInbox())
+    private struct PressureInbox {
+        var readings: [PressureReading] = []
+        /// Mirrors `source.state == .running` for the barometer's thread.
+        var batchesComing = false
+        /// More than this waiting and a batch is late: the queue looks at them (the stall check in `receive`).
+        static let mostWaiting = 32
+    }
     /// Readings the source dropped itself (IIO glitches), added to the pipeline's rejections in STATUS.
     private let sourceRejected = NIOLockedValueBox(0)
 
@@ -70,6 +84,7 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
         pipeline = StepPipeline(detector: configuration.detector.make(sampleRateHz: configuration.rateHz),
                                 rateHz: configuration.rateHz)
         stepHoldBackSeconds = pipeline.detector.longestReportDelaySeconds
+        floors = StepAlignedFloors(holdBackSeconds: stepHoldBackSeconds)
         stride = StrideModel(heightMeters: configuration.heightMeters)
         motion = MotionEstimator(sampleRateHz: configuration.rateHz)
         var snapshot = EngineSnapshot()
@@ -142,8 +157,13 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
                 logger.info("source \(source.description): \(state.name)")
             }
             source.state = state
-            publish()
-            // No more samples will tell the walk has stopped: a replay that ended, a device gone.
+            pressureInbox.withLockedValue { $0.batchesComing = state == .running }
+            takeWaitingReadings()
+            // No more samples will bring steps for the pressure readings held, nor tell the walk has stopped
+            // (a replay that ended, a device gone).
+            let change = state != .running ? floors.countHeld() : nil
+            let s = publish()
+            if let change { announce(change, wall: wall(ofSampleTime: change.time), snapshot: s) }
             if state != .running { endWalk(pauseDetectedAt: lastSampleWall) }
         }
     }
@@ -172,26 +192,50 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
 
     // MARK: BarometerSink (IIOBarometerSource, or a replay's pressure file)
 
-    /// A barometer reading: from the first one on, floors are counted, each reading taking the walking
-    /// state of the moment it arrives (FloorCounter counts height only while walking).
+    /// A barometer reading: from the first one on, floors are counted. The reading waits until the steps
+    /// around it are known, the detector's hold-back after its time (StepAlignedFloors, as `stepd analyze`),
+    /// and is counted with the batch of samples that brings them (`process`, which takes it from the inbox).
     public func receive(pressure: PressureReading) {
+        let hop = pressureInbox.withLockedValue { inbox -> Bool in
+            inbox.readings.append(pressure)
+            return !inbox.batchesComing || inbox.readings.count > PressureInbox.mostWaiting
+        }
+        guard hop else { return }
         queue.async { [self] in
-            if floors == nil { floors = FloorCounter() }
-            let before = (up: floors?.ascended ?? 0, down: floors?.descended ?? 0)
-            floors?.update(time: pressure.time, pressureKilopascal: pressure.kilopascal, walking: activity.state == .walking)
-            barometer.lastKilopascal = pressure.kilopascal
+            guard let newest = takeWaitingReadings() else { return }
+            // No step is coming for the readings held while the accelerometer is not running, or has sent
+            // nothing for longer than the hold-back (both clocks are the monotonic one, or a replay's).
+            let stalled = source.state != .running || newest.time - lastSampleTime > stepHoldBackSeconds
+            let change = stalled ? floors.countHeld() : nil
             let s = publish()
-            // A floor is news for PEDOMETER watchers (and the history) even when no step follows it.
-            let added = (up: (floors?.ascended ?? 0) - before.up, down: (floors?.descended ?? 0) - before.down)
-            if added != (0, 0) {
-                logger.debug("barometer: floors \(floors?.ascended ?? 0) up, \(floors?.descended ?? 0) down, at \(String(format: "%.1f", floors?.relativeAltitudeMeters ?? 0)) m")
-                for handler in eventHandlers.withLockedValue({ $0 }) {
-                    handler(.floors(ascended: added.up, descended: added.down, time: lastSampleWall))
-                    handler(.pedometer(s))
-                }
-            }
+            if let change { announce(change, wall: Date().addingTimeInterval(change.time - newest.time), snapshot: s) }
         }
     }
+
+    /// Moves the readings waiting in the inbox to the floor counter's hold; returns the newest.
+    @discardableResult
+    private func takeWaitingReadings() -> PressureReading? {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let readings = pressureInbox.withLockedValue { inbox -> [PressureReading] in
+            defer { inbox.readings.removeAll(keepingCapacity: true) }
+            return inbox.readings
+        }
+        for reading in readings { floors.add(reading) }
+        if let newest = readings.last { barometer.lastKilopascal = newest.kilopascal }
+        return readings.last
+    }
+
+    /// Floors counted: news for the history and for PEDOMETER watchers even when no step follows them.
+    private func announce(_ change: FloorChange, wall: Date, snapshot s: EngineSnapshot) {
+        logger.debug("barometer: floors \(change.total.ascended) up, \(change.total.descended) down, at \(String(format: "%.1f", floors.counter.relativeAltitudeMeters ?? 0)) m")
+        for handler in eventHandlers.withLockedValue({ $0 }) {
+            handler(.floors(added: change.added, total: change.total, time: wall))
+            handler(.pedometer(s))
+        }
+    }
+
+    /// The wall-clock time of an instant on the samples' clock, from the newest sample's arrival.
+    private func wall(ofSampleTime t: Double) -> Date { lastSampleWall.addingTimeInterval(t - lastSampleTime) }
 
     public func barometerStateChanged(_ state: SourceState) {
         queue.async { [self] in
@@ -240,7 +284,7 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
             since = Date()
             cadence.reset()
             activity.reset()
-            floors?.reset()
+            floors.reset()
             let s = publish()
             for handler in resetHandlers.withLockedValue({ $0 }) { handler(since) }
             completion(s)
@@ -249,26 +293,31 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
 
     // MARK: Persistence and supervision (the store, systemd's watchdog)
 
-    /// Goes on from a count saved by an earlier run; called before the source starts.
-    public func restore(steps: Int, since: Date) {
+    /// Goes on from a count saved by an earlier run, with its floors when it had a barometer; called before
+    /// the source starts. The floors show once this run's barometer gives a reading.
+    public func restore(steps: Int, since: Date, floors saved: FloorCounts?) {
         queue.sync {
             self.steps = steps
             self.since = since
             restoredSteps = steps
+            if let saved { floors.resume(from: saved) }
             publish()
         }
     }
 
     /// Adds a count saved by an earlier run that the store could read only after counting had begun without
-    /// it (a store away at start): STEPS goes on from the sum, never from 0 nor from the saved count alone.
-    /// `completion` gets the new count on the processing queue, so it reaches the store in order with the steps.
-    public func add(savedSteps: Int, since savedSince: Date, completion: @escaping @Sendable (Int, Date) -> Void) {
+    /// it (a store away at start): STEPS goes on from the sum, never from 0 nor from the saved count alone, and
+    /// so do the floors. `completion` gets the new count on the processing queue, so it reaches the store in
+    /// order with the steps (floors nil while neither run has had a barometer).
+    public func add(saved: (steps: Int, since: Date, floors: FloorCounts?),
+                    completion: @escaping @Sendable (Int, Date, FloorCounts?) -> Void) {
         queue.async { [self] in
-            steps += savedSteps
-            restoredSteps += savedSteps
-            since = min(since, savedSince)
+            steps += saved.steps
+            restoredSteps += saved.steps
+            since = min(since, saved.since)
+            if let floorsSaved = saved.floors { floors.resume(from: floors.counter.counts + floorsSaved) }
             publish()
-            completion(steps, since)
+            completion(steps, since, floors.hasReadings || saved.floors != nil ? floors.counter.counts : nil)
         }
     }
 
@@ -313,14 +362,21 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
         if !newSteps.isEmpty { armStallTimer(lastStepAt: arrival) }
         for t in newSteps {
             steps += 1
+            floors.step(at: t)
             cadence.record(stepAt: t)
             if activity.step(at: t) == .walking {
                 for handler in handlers { handler(.activity(.walking, time: wall(t))) }
             }
             for handler in handlers { handler(.step(count: steps, time: wall(t), strideMeters: stride.strideMeters)) }
         }
+        takeWaitingReadings()
+        let floorChange = floors.advance(to: last.time)
         let pause = activity.advance(to: last.time)
         let s = publish()
+        if let floorChange {
+            announce(floorChange, wall: wall(floorChange.time), snapshot: s)
+            lastPedometerPush = last.time
+        }
         // The final figures of a walk go out before the word that it has stopped.
         if pause != nil || (!newSteps.isEmpty && last.time - lastPedometerPush >= 1) {
             lastPedometerPush = last.time
@@ -401,10 +457,12 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
         if activity.activeSeconds > 0, timedSteps > 1 {
             s.averageActivePaceSecondsPerMeter = activity.activeSeconds / (Double(timedSteps - 1) * stride.strideMeters)
         }
-        s.floorsAscended = floors?.ascended
-        s.floorsDescended = floors?.descended
+        if floors.hasReadings {
+            s.floorsAscended = floors.counter.ascended
+            s.floorsDescended = floors.counter.descended
+            s.relativeAltitudeMeters = floors.counter.relativeAltitudeMeters
+        }
         s.barometer = barometer
-        s.relativeAltitudeMeters = floors?.relativeAltitudeMeters
         s.detector = pipeline.detector.name
         s.sourceKind = source.kind
         s.sourceDescription = source.description

@@ -55,8 +55,9 @@ public enum EngineEvent: Sendable {
     /// then: the distance it adds).
     case step(count: Int, time: Date, strideMeters: Double)
     /// The barometer counted floors: how many it added up and down since the last such event (or the reset),
-    /// at the wall-clock time of the newest sample.
-    case floors(ascended: Int, descended: Int, time: Date)
+    /// the totals since the reset after them, and the wall-clock time of the reading that completed the last
+    /// of them (up to the detector's hold-back before it was counted: StepAlignedFloors).
+    case floors(added: FloorCounts, total: FloorCounts, time: Date)
     /// A new position or a visit that began or ended (Location/LocationTracker.swift).
     case location(LocationEvent)
     /// Walking started or stopped.

@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import StepProtocol
 
-/// The engine and the store joined: a start continues the count, the path and the visits the store saved,
+/// The engine and the store joined: a start continues the count (steps and floors), the path and the visits the store saved,
 /// and from then on every step, floor, reset, track point and visit the engine reports is recorded. The
 /// daemon calls `start` once, after it has taken the state directory's lock and before the sources start.
 public enum EngineRecording {
@@ -11,14 +11,15 @@ public enum EngineRecording {
         // A store away at start comes back with the count it saved: STEPS goes on from the sum, handed back
         // through the processing queue so that it reaches the store in order with the steps.
         store.onSavedCounter = { [store, engine] saved in
-            engine.add(savedSteps: saved.steps, since: saved.since) { steps, since in
-                store.record(.counter(StepStore.Counter(steps: steps, since: since)))
+            engine.add(saved: (saved.steps, saved.since, saved.floors)) { steps, since, floors in
+                store.record(.counter(StepStore.Counter(steps: steps, since: since, floors: floors)))
             }
         }
         let counter = store.open(fresh: fresh)
         if counter != fresh {
-            engine.restore(steps: counter.steps, since: counter.since)
-            logger.notice("continuing from \(counter.steps) steps since \(Timestamp.string(counter.since))")
+            engine.restore(steps: counter.steps, since: counter.since, floors: counter.floors)
+            let floors = counter.floors.map { ", \($0.ascended) floors up and \($0.descended) down" } ?? ""
+            logger.notice("continuing from \(counter.steps) steps\(floors) since \(Timestamp.string(counter.since))")
         }
         restoreLocation(engine: engine, store: store, logger: logger)
         engine.onLocationRecord { [store] record in store.record(record.storeWrite) }
@@ -26,8 +27,8 @@ public enum EngineRecording {
             switch event {
             case let .step(count, time, strideMeters):
                 store.record(.step(count: count, time: time, distanceMeters: strideMeters))
-            case let .floors(ascended, _, time) where ascended > 0:
-                store.record(.floors(ascended: ascended, time: time))
+            case let .floors(added, total, time):
+                store.record(.floors(added: added, total: total, time: time))
             case .activity(.stationary, _):
                 // The walk's last steps are not followed by another that would carry them to the disk.
                 store.flush()

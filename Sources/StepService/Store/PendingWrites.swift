@@ -58,7 +58,7 @@ struct PendingWrites {
     static let maximumTrackPoints = 86_400
 
     private(set) var minutes: [Int64: MinuteDelta] = [:]
-    fileprivate(set) var counter: (steps: Int, since: Date)?
+    fileprivate(set) var counter: StepStore.Counter?
     private(set) var trackPoints: [StoredTrackPoint] = []
     private(set) var visits: [Date: StoredVisit] = [:]
     private(set) var droppedTrackPoints = 0
@@ -69,10 +69,9 @@ struct PendingWrites {
         Int64((time.timeIntervalSince1970 / 60).rounded(.down))
     }
 
-    mutating func addStep(count: Int, since: Date, at time: Date, distanceMeters: Double) {
+    mutating func addStep(at time: Date, distanceMeters: Double) {
         minutes[Self.minute(of: time), default: MinuteDelta()].steps += 1
         minutes[Self.minute(of: time), default: MinuteDelta()].distanceMeters += distanceMeters
-        counter = (count, since)
     }
 
     mutating func addFloors(_ floors: Int, at time: Date) {
@@ -80,8 +79,8 @@ struct PendingWrites {
         minutes[minute, default: MinuteDelta()].floors = (minutes[minute]?.floors ?? 0) + floors
     }
 
-    mutating func setCounter(steps: Int, since: Date) {
-        counter = (steps, since)
+    mutating func setCounter(_ counter: StepStore.Counter) {
+        self.counter = counter
     }
 
     mutating func add(_ point: StoredTrackPoint) {
@@ -109,6 +108,6 @@ extension PendingWrites {
     var summary: String {
         "\(minutes.values.reduce(0) { $0 + $1.steps }) steps over \(minutes.count) minutes, \(trackPoints.count) track points, "
             + "\(visits.count) visits"
-            + (counter.map { ", counter \($0.steps)" } ?? "")
+            + (counter.map { ", counter \($0.steps)" + ($0.floors.map { " (floors +\($0.ascended)/-\($0.descended))" } ?? "") } ?? "")
     }
 }

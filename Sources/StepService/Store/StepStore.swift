@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import Logging
 import NIOConcurrencyHelpers
+import StepProcessing
 
 /// The history database: an SQLite file (WAL) in the state directory, written by `StoreWriter` from a queue
 /// of its own so that the processing queue never waits for the disk. Everything to keep comes through
@@ -38,7 +39,7 @@ public final class StepStore: @unchecked Sendable {
             CommitPolicy(commitIntervalSeconds: commitIntervalSeconds, reopenIntervalSeconds: reopenIntervalSeconds)
         }
 
-        /// The time a step is binned at. A step counted after `since` (a start or a reset) belongs to that
+        /// The time a step (or a floor) is binned at. A step counted after `since` (a start or a reset) belongs to that
         /// period even when its bout began just before; binned at its own time it would fall before `since`,
         /// and a `history` from `since` would then sum to less than STEPS. Older times are left alone (a clock
         /// set back is not a bout).
@@ -123,7 +124,7 @@ public final class StepStore: @unchecked Sendable {
                 if let saved = readCounter() {
                     current = saved
                 } else if database != nil {
-                    pending.setCounter(steps: fresh.steps, since: fresh.since)
+                    pending.setCounter(fresh)
                     commit()
                 }
                 anchored = database != nil
@@ -220,18 +221,23 @@ public final class StepStore: @unchecked Sendable {
         switch write {
         case let .step(count, time, distanceMeters):
             current.steps = count
-            pending.addStep(count: count, since: current.since, at: configuration.binTime(of: time, since: current.since),
-                            distanceMeters: distanceMeters)
-        case let .floors(ascended, time):
-            pending.addFloors(ascended, at: time)
+            pending.addStep(at: configuration.binTime(of: time, since: current.since), distanceMeters: distanceMeters)
+            pending.setCounter(current)
+        case let .floors(added, total, time):
+            current.floors = total
+            // The history keeps the floors climbed; the descents live in the counter only.
+            if added.ascended > 0 {
+                pending.addFloors(added.ascended, at: configuration.binTime(of: time, since: current.since))
+            }
+            pending.setCounter(current)
         case let .reset(since):
             // A reset is the user's word on the count, whatever a store that was away had saved.
             current = Counter(steps: 0, since: since)
-            pending.setCounter(steps: 0, since: since)
+            pending.setCounter(current)
             anchored = true
         case let .counter(counter):
             current = counter
-            pending.setCounter(steps: counter.steps, since: counter.since)
+            pending.setCounter(counter)
             anchored = true
         case let .trackPoint(point):
             pending.add(point)
@@ -270,19 +276,20 @@ public final class StepStore: @unchecked Sendable {
         onReopened?()
         if anchored {
             // This run's count continued the saved one (the file was lost, not the count): it is the count.
-            pending.setCounter(steps: current.steps, since: current.since)
+            pending.setCounter(current)
         } else if let saved = readCounter() {
             logger.notice("store: adding the \(saved.steps) steps saved since \(saved.since) to the \(current.steps) counted meanwhile")
             if let onSavedCounter {
                 onSavedCounter(saved)
             } else {
-                current = Counter(steps: saved.steps + current.steps, since: saved.since)
+                let floors = saved.floors.map { $0 + (current.floors ?? .zero) } ?? current.floors
+                current = Counter(steps: saved.steps + current.steps, since: saved.since, floors: floors)
                 anchored = true
-                pending.setCounter(steps: current.steps, since: current.since)
+                pending.setCounter(current)
             }
         } else if database != nil {
             anchored = true
-            pending.setCounter(steps: current.steps, since: current.since)
+            pending.setCounter(current)
         }
     }
 

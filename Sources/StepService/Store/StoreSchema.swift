@@ -3,10 +3,11 @@ import GRDB
 /// The database layout, as GRDB migrations: a database written by an older stepd is brought up to date on
 /// open, never rebuilt.
 ///
-/// - `minute_bin`: steps, distance and floors per UTC minute (`minute` = Unix time / 60). Only minutes
+/// - `minute_bin`: steps, distance and floors climbed per UTC minute (`minute` = Unix time / 60). Only minutes
 ///   with something in them have a row.
 /// - `counter`: one row, the count since the last reset and when that reset was, so a restart goes on
-///   counting where it stopped.
+///   counting where it stopped; from v3 also the floors up and down since then (NULL while no barometer has
+///   counted since the reset).
 /// - `track_point`, `visit`: the GPS path and the stays found on it.
 /// - `mqtt_outbox`, `mqtt_outbox_mark` (v2): messages for the MQTT broker kept until it acknowledges them, and
 ///   the newest minute put in the outbox (Fleet/StepStore+Outbox.swift).
@@ -70,6 +71,12 @@ enum StoreSchema {
                 t.column("arrivals_through", .double).notNull()
                 // Visits that arrived at or before this Unix time have their departure message in the outbox (or sent).
                 t.column("departures_through", .double).notNull()
+            }
+        }
+        migrator.registerMigration("v4: floors since the last reset in the counter") { db in
+            try db.alter(table: "counter") { t in
+                t.add(column: "floors_ascended", .integer)
+                t.add(column: "floors_descended", .integer)
             }
         }
         return migrator

@@ -1,12 +1,13 @@
 import Foundation
+import StepProcessing
 
 /// Everything the store keeps, as one message: recorded from any queue with `StepStore.record`, applied in
 /// order on the store's queue, so a step recorded after a reset is applied after it.
 public enum StoreWrite: Sendable {
     /// A step: the count after it, when it happened, and the distance it covered (the stride at the time).
     case step(count: Int, time: Date, distanceMeters: Double)
-    /// Floors climbed (from the barometer) at `time`.
-    case floors(ascended: Int, time: Date)
+    /// Floors counted (from the barometer): those added at `time`, and the totals since the reset after them.
+    case floors(added: FloorCounts, total: FloorCounts, time: Date)
     /// The count starts again from zero at `since`.
     case reset(since: Date)
     /// The count after the engine took over one the store had saved (see `StepStore.onSavedCounter`).
@@ -27,13 +28,16 @@ public enum StoreWrite: Sendable {
 }
 
 extension StepStore {
-    /// The count since the last reset and when that reset was.
+    /// The count since the last reset and when that reset was; the floors since then, nil while no barometer
+    /// has counted any.
     public struct Counter: Sendable, Equatable {
         public var steps: Int
         public var since: Date
-        public init(steps: Int, since: Date) {
+        public var floors: FloorCounts?
+        public init(steps: Int, since: Date, floors: FloorCounts? = nil) {
             self.steps = steps
             self.since = since
+            self.floors = floors
         }
     }
 }

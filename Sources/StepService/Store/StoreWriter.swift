@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import NIOConcurrencyHelpers
+import StepProcessing
 
 /// The GRDB side of the store: opens the SQLite file (WAL), writes batches, prunes, and notices a file that is
 /// no longer the one at its path. It decides nothing about when (CommitPolicy) and reports every failure as a
@@ -148,9 +149,13 @@ final class StoreWriter {
         try? lost?.close()
     }
 
+    /// `SELECT *` and columns by name: a file opened read-only is not migrated, and one written before v3 has
+    /// no floors columns (nil then).
     private static func counter(_ db: Database) throws -> StepStore.Counter? {
-        try Row.fetchOne(db, sql: "SELECT steps, since FROM counter WHERE id = 1").map {
-            StepStore.Counter(steps: $0[0], since: Date(timeIntervalSince1970: $0[1]))
+        try Row.fetchOne(db, sql: "SELECT * FROM counter WHERE id = 1").map { row in
+            let ascended: Int? = row["floors_ascended"], descended: Int? = row["floors_descended"]
+            return StepStore.Counter(steps: row["steps"], since: Date(timeIntervalSince1970: row["since"]),
+                                     floors: ascended.map { FloorCounts(ascended: $0, descended: descended ?? 0) })
         }
     }
 
@@ -166,9 +171,11 @@ final class StoreWriter {
         }
         if let counter = batch.counter {
             try db.execute(sql: """
-                INSERT INTO counter (id, steps, since, updated) VALUES (1, ?, ?, ?)
-                ON CONFLICT(id) DO UPDATE SET steps = excluded.steps, since = excluded.since, updated = excluded.updated
-                """, arguments: [counter.steps, counter.since.timeIntervalSince1970, Date().timeIntervalSince1970])
+                INSERT INTO counter (id, steps, since, updated, floors_ascended, floors_descended) VALUES (1, ?, ?, ?, ?, ?)
+                ON CONFLICT(id) DO UPDATE SET steps = excluded.steps, since = excluded.since, updated = excluded.updated,
+                    floors_ascended = excluded.floors_ascended, floors_descended = excluded.floors_descended
+                """, arguments: [counter.steps, counter.since.timeIntervalSince1970, Date().timeIntervalSince1970,
+                                 counter.floors?.ascended, counter.floors?.descended])
         }
         for p in batch.trackPoints {
             try db.execute(sql: """

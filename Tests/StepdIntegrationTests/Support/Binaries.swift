@@ -26,6 +26,9 @@ enum Binaries {
 
     static var bundledRecording: String { repository.appendingPathComponent("data/walk-inhand.csv.gz").path }
 
+    /// A recording excerpt bundled for the tests (Tests/data, its README gives sources and licences).
+    static func testData(_ name: String) -> String { repository.appendingPathComponent("Tests/data").appendingPathComponent(name).path }
+
     /// ../shared/data beside the repository; tests that need it skip when it is absent.
     static func sharedData(_ relative: String) throws -> URL {
         let url = repository.deletingLastPathComponent().appendingPathComponent("shared/data").appendingPathComponent(relative)

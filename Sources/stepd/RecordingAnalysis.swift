@@ -37,12 +37,10 @@ final class RecordingAnalysis {
     /// into floors with the steps as they are found, each once the detector can report no more steps before
     /// it (as the daemon does); nil without one. A broken pressure file ends the file's analysis as a broken
     /// recording does: 66 unreadable, 65 bad content.
-    private func pressureBeside(holdBackSeconds: Double) throws -> StepAlignedFloors? {
+    private func pressureBeside(holdBackSeconds: Double) throws -> StreamedFloors? {
         guard let file = PressureFile.find(besideRecording: path) else { return nil }
-        do {
-            return StepAlignedFloors(pressure: try PressureFile.read(path: file), holdBackSeconds: holdBackSeconds)
-        } catch let error as PressureFileError {
-            throw AnalysisFailure(description: "\(error)", status: error.isMissingInput ? .noInput : .dataError)
+        return try StreamedFloors.catching {
+            StreamedFloors(reader: try PressureFileReader(path: file), floors: StepAlignedFloors(holdBackSeconds: holdBackSeconds))
         }
     }
 
@@ -80,9 +78,9 @@ private struct PassState {
     let outputs: AnalysisOutputs
     let clock: AnalysisClock
     var stepBuffer: [Double] = []
-    var floors: StepAlignedFloors?
+    var floors: StreamedFloors?
 
-    init(first: Sample, settings: RecordingAnalysis.Settings, floors: StepAlignedFloors?, makeOutputs: (AnalysisClock) throws -> AnalysisOutputs) throws {
+    init(first: Sample, settings: RecordingAnalysis.Settings, floors: StreamedFloors?, makeOutputs: (AnalysisClock) throws -> AnalysisOutputs) throws {
         // A `t` in Unix time is absolute as it stands; otherwise `--start` (if given) is the time of t = 0.
         let unixTime = first.time >= AnalysisClock.unixTimeThreshold
         clock = AnalysisClock(unixOffsetSeconds: unixTime ? 0 : settings.startUnixSeconds, timeZone: settings.timeZone)
@@ -125,7 +123,7 @@ private struct PassState {
         result.samples += chunk.samples.count
         if let latest = timeline.latestTime {
             result.lastTime = latest
-            floors?.advance(to: latest)
+            try floors?.advance(to: latest)
             activity.advance(to: latest, minute: { outputs.minute($0) }, bout: { outputs.bout($0) })
         }
     }
@@ -142,8 +140,59 @@ private struct PassState {
         result.gapSeconds = timeline.gapSeconds
         result.clockJumpsBack = timeline.clockJumpsBack
         result.clock = clock
-        if let counted = floors?.finish() { result.floors = (counted.ascended, counted.descended) }
+        if let counted = try floors?.finish() { result.floors = (counted.ascended, counted.descended) }
         try outputs.finish(result)
+    }
+}
+
+/// A pressure file read a row at a time beside the recording's pass: before the floors are counted up to a
+/// sample time, every reading up to that time is handed over, so that only the readings within the detector's
+/// hold-back are held in memory, however long the file.
+struct StreamedFloors {
+    let reader: PressureFileReader
+    var floors: StepAlignedFloors
+    /// The first reading past the last sample time, read and not handed over yet.
+    private var ahead: PressureReading?
+    private var ended = false
+
+    init(reader: PressureFileReader, floors: StepAlignedFloors) {
+        self.reader = reader
+        self.floors = floors
+    }
+
+    mutating func step(at t: Double) { floors.step(at: t) }
+
+    /// Samples have come up to `time`: the readings up to it join, and those the steps have caught up with count.
+    mutating func advance(to time: Double) throws {
+        try take(until: time)
+        floors.advance(to: time)
+    }
+
+    /// The recording ended: every reading left counts.
+    mutating func finish() throws -> FloorCounter {
+        try take(until: .infinity)
+        return floors.finish()
+    }
+
+    private mutating func take(until time: Double) throws {
+        try Self.catching {
+            while !ended {
+                if ahead == nil { ahead = try reader.next() }
+                guard let reading = ahead else { ended = true; break }
+                guard reading.time <= time else { break }
+                floors.add(reading)
+                ahead = nil
+            }
+        }
+    }
+
+    /// A pressure file's fault as the analysis reports a recording's: 66 unreadable, 65 bad content.
+    static func catching<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as PressureFileError {
+            throw AnalysisFailure(description: "\(error)", status: error.isMissingInput ? .noInput : .dataError)
+        }
     }
 }
 

@@ -144,4 +144,41 @@ final class RecordingReaderTests: XCTestCase {
             }
         }
     }
+
+    /// A barometer's file is read a row at a time (stepd analyze holds only the readings it waits on): rows
+    /// come in order, gzip or plain, a bad row far into the file is told with its line, and a file without a
+    /// reading is an error once its end is reached.
+    func testPressureFileIsReadRowByRowWithLineNumbers() throws {
+        let directory = try TemporaryDirectory()
+        var text = "t,p_kpa\n"
+        for i in 0..<20_000 { text += "\(Double(i) / 4),\(100 + Double(i % 7) / 1000)\n" }
+        let plain = try write(text + "\n5000.5,101\n", "walk.pressure.csv", in: directory)
+        _ = try runCommand("/bin/gzip", ["-k", plain])
+        for path in [plain, plain + ".gz"] {
+            let reader = try PressureFileReader(path: path)
+            var count = 0, last = -1.0
+            while let reading = try reader.next() {
+                XCTAssertGreaterThan(reading.time, last)
+                last = reading.time
+                count += 1
+            }
+            XCTAssertEqual(count, 20_001, path)
+            XCTAssertEqual(last, 5000.5)
+        }
+        let bad = try write(text + "5000.25,ten\n", "bad.pressure.csv", in: directory)
+        let reader = try PressureFileReader(path: bad)
+        var read = 0
+        XCTAssertThrowsError(try { while try reader.next() != nil { read += 1 } }()) { error in
+            XCTAssertEqual(error as? PressureFileError,
+                           .badLine(path: bad, line: 20_002, text: "5000.25,ten"), "the line after the 20,000 rows and the header")
+        }
+        XCTAssertEqual(read, 20_000, "every row before the bad one was handed over")
+        let empty = try write("t,p_kpa\n\n", "empty.pressure.csv", in: directory)
+        XCTAssertThrowsError(try PressureFileReader(path: empty).next()) { error in
+            XCTAssertEqual(error as? PressureFileError, .noReadings(path: empty))
+        }
+        XCTAssertThrowsError(try PressureFileReader(path: directory.file("none.csv"))) { error in
+            XCTAssertEqual(error as? PressureFileError, .missing(path: directory.file("none.csv")))
+        }
+    }
 }

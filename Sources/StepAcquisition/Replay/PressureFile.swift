@@ -23,8 +23,40 @@ public enum PressureFile {
         candidates(besideRecording: recording).first { FileManager.default.fileExists(atPath: $0) }
     }
 
-    /// Every reading of the file, in time order as written.
+    /// Every reading of the file, in time order as written: for a replay, which plays it again each loop.
     public static func read(path: String) throws -> [PressureReading] {
+        let reader = try PressureFileReader(path: path)
+        var readings: [PressureReading] = []
+        while let reading = try reader.next() { readings.append(reading) }
+        return readings
+    }
+
+    /// One row's reading; nil for the header on line 1 and blank lines; throws for anything else.
+    static func parse(line: Substring, number: Int, path: String) throws -> PressureReading? {
+        let row = line.trimmingCharacters(in: .whitespacesAndNewlines)
+        if row.isEmpty { return nil }
+        let fields = row.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        if fields.count == 2, let t = Double(fields[0]), let p = Double(fields[1]), t.isFinite, p.isFinite {
+            return PressureReading(time: t, kilopascal: p)
+        }
+        if number == 1, row.replacingOccurrences(of: " ", with: "") == header { return nil }
+        throw PressureFileError.badLine(path: path, line: number, text: String(row.prefix(80)))
+    }
+}
+
+/// Reads a pressure file a row at a time, so that `stepd analyze` holds only the readings the floor counter
+/// waits on, whatever the file's length (a week at 4 Hz is 2.4 million rows).
+///
+/// A class: it owns the zlib handle and closes it when it goes.
+public final class PressureFileReader {
+    public let path: String
+    private let file: gzFile
+    private var line = 0
+    private var readings = 0
+    private var buffer = [CChar](repeating: 0, count: 4096)
+
+    public init(path: String) throws {
+        self.path = path
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             switch errno {
@@ -37,34 +69,54 @@ public enum PressureFile {
             close(fd)
             throw PressureFileError.unreadable(path: path, reason: "zlib cannot read it")
         }
-        defer { gzclose(file) }
-        var data = [UInt8]()
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let n = gzread(file, &chunk, UInt32(chunk.count))
-            if n < 0 { throw PressureFileError.unreadable(path: path, reason: "not a valid gzip file") }
-            if n == 0 { break }
-            data.append(contentsOf: chunk[0..<Int(n)])
-        }
-        return try parse(String(decoding: data, as: UTF8.self), path: path)
+        self.file = file
     }
 
-    static func parse(_ text: String, path: String) throws -> [PressureReading] {
-        var readings: [PressureReading] = []
-        for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let row = line.trimmingCharacters(in: .whitespacesAndNewlines)
-            if row.isEmpty { continue }
-            let fields = row.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-            if fields.count == 2, let t = Double(fields[0]), let p = Double(fields[1]), t.isFinite, p.isFinite {
-                readings.append(PressureReading(time: t, kilopascal: p))
-            } else if index == 0, row.replacingOccurrences(of: " ", with: "") == header {
-                continue
-            } else {
-                throw PressureFileError.badLine(path: path, line: index + 1, text: String(row.prefix(80)))
+    deinit { gzclose(file) }
+
+    /// "t,p_kpa" as two finite numbers and nothing else but spaces and the line's end; nil otherwise (the
+    /// slow path then tells a header, a blank line or an error apart).
+    private static func parseRow(_ line: UnsafePointer<CChar>) -> PressureReading? {
+        var cursor = UnsafeMutablePointer(mutating: line)
+        guard let t = RowNumber.parse(&cursor) else { return nil }
+        while cursor.pointee == 32 { cursor += 1 }
+        guard cursor.pointee == 44 else { return nil }  // ','
+        cursor += 1
+        while cursor.pointee == 32 { cursor += 1 }
+        guard let p = RowNumber.parse(&cursor) else { return nil }
+        while cursor.pointee == 32 || cursor.pointee == 13 || cursor.pointee == 10 { cursor += 1 }
+        guard cursor.pointee == 0, t.isFinite, p.isFinite else { return nil }
+        return PressureReading(time: t, kilopascal: p)
+    }
+
+    /// The next reading, nil at the end of the file; a file without one reading is an error there.
+    public func next() throws -> PressureReading? {
+        while true {
+            guard gzgets(file, &buffer, Int32(buffer.count)) != nil else {
+                var code: Int32 = 0
+                _ = gzerror(file, &code)
+                if code != Z_OK && code != Z_STREAM_END {
+                    throw PressureFileError.unreadable(path: path, reason: "not a valid gzip file")
+                }
+                if readings == 0 { throw PressureFileError.noReadings(path: path) }
+                return nil
+            }
+            line += 1
+            // Most rows are two plain numbers: RowNumber's fast path, as a recording's rows, without a String.
+            if let reading = buffer.withUnsafeBufferPointer({ Self.parseRow($0.baseAddress!) }) {
+                readings += 1
+                return reading
+            }
+            let text = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+            // A row of two numbers is short: a line that fills the buffer is not one.
+            if !text.hasSuffix("\n") && text.utf8.count >= buffer.count - 1 {
+                throw PressureFileError.badLine(path: path, line: line, text: String(text.prefix(80)))
+            }
+            if let reading = try PressureFile.parse(line: Substring(text), number: line, path: path) {
+                readings += 1
+                return reading
             }
         }
-        guard !readings.isEmpty else { throw PressureFileError.noReadings(path: path) }
-        return readings
     }
 }
 

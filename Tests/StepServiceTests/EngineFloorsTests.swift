@@ -30,18 +30,48 @@ final class EngineFloorsTests: XCTestCase {
     /// seconds into the stairs. Deciding walking at each reading's arrival lost those seconds of climbing
     /// (and a floor); held back by the detector's delay, the live count is the offline one.
     func testAClimbFromStandingCountsLiveAsAnalyzeCountsIt() throws {
+        try climbCountsLiveAsOffline(queueBehind: false)
+    }
+
+    /// The source far ahead of the processing queue (a replay at full speed on a loaded machine, as on CI):
+    /// a reading that goes to the queue because many wait, and finds there readings 10 s newer than the
+    /// samples processed so far, must not take the accelerometer for stalled while those samples are
+    /// queued; counted as stalled, the readings had no steps and the climb was an elevator ride (0 floors).
+    func testAClimbCountsTheSameWhileTheQueueIsBehindTheSource() throws {
+        try climbCountsLiveAsOffline(queueBehind: true)
+    }
+
+    /// With `queueBehind`, the processing queue is held twice: first while the readings fill the inbox up
+    /// to the count that sends one to the queue, then just before that reading's turn, while the rest of
+    /// the recording is handed over; so the reading finds the inbox full of newer readings.
+    private func climbCountsLiveAsOffline(queueBehind: Bool) throws {
         let engine = Engine()
         engine.sourceStateChanged(.running)
+        engine.drain()
+        let first = DispatchSemaphore(value: 0), second = DispatchSemaphore(value: 0)
+        let atSecond = DispatchSemaphore(value: 0)
+        if queueBehind { engine.probe { first.wait() } }
         let all = samples()
         var pending = readings[...]
+        var handed = 0
         for start in stride(from: 0, to: all.count, by: 10) {
             let batch = Array(all[start..<min(start + 10, all.count)])
             engine.receive(batch)
             while let next = pending.first, next.time <= batch.last!.time {
-                engine.receive(pressure: next)
+                if queueBehind && handed == 32 {
+                    // The 33rd reading waiting goes to the queue: hold the queue just before it.
+                    engine.probe { atSecond.signal(); second.wait() }
+                    engine.receive(pressure: next)
+                    first.signal()
+                    atSecond.wait()
+                } else {
+                    engine.receive(pressure: next)
+                }
+                handed += 1
                 pending = pending.dropFirst()
             }
         }
+        if queueBehind { second.signal() }
         engine.drain()
         let live = engine.snapshot
 

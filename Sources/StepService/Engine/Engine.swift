@@ -62,6 +62,9 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
         var readings: [PressureReading] = []
         /// Mirrors `source.state == .running` for the barometer's thread.
         var batchesComing = false
+        /// The newest sample handed to `receive`, processed or still queued: what tells a stalled
+        /// accelerometer from a queue that is behind (a replay at full speed on a loaded machine).
+        var newestSampleTime = -Double.infinity
         /// More than this waiting and a batch is late: the queue looks at them (the stall check in `receive`).
         static let mostWaiting = 32
     }
@@ -142,6 +145,9 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
 
     public func receive(_ samples: [Sample]) {
         let arrival = Date()
+        if let last = samples.last(where: SamplePlausibility.isPlausible) {
+            pressureInbox.withLockedValue { $0.newestSampleTime = last.time }
+        }
         queue.async { [self] in process(samples, arrivedAt: arrival) }
     }
 
@@ -204,8 +210,10 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
         queue.async { [self] in
             guard let newest = takeWaitingReadings() else { return }
             // No step is coming for the readings held while the accelerometer is not running, or has sent
-            // nothing for longer than the hold-back (both clocks are the monotonic one, or a replay's).
-            let stalled = source.state != .running || newest.time - lastSampleTime > stepHoldBackSeconds
+            // nothing for longer than the hold-back (both clocks are the monotonic one, or a replay's). Sent,
+            // not processed: samples still queued behind this block bring the steps the readings wait for.
+            let newestSample = pressureInbox.withLockedValue { $0.newestSampleTime }
+            let stalled = source.state != .running || newest.time - newestSample > stepHoldBackSeconds
             let change = stalled ? floors.countHeld() : nil
             let s = publish()
             if let change { announce(change, wall: Date().addingTimeInterval(change.time - newest.time), snapshot: s) }

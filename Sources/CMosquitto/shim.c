@@ -74,24 +74,23 @@ int cmosq_set_tls(cmosq_client *client, const char *ca_file, const char *cert_fi
     return mosquitto_tls_set(client->mosq, ca_file, NULL, cert_file, key_file, NULL);
 }
 
-int cmosq_set_reconnect_delay(cmosq_client *client, unsigned first, unsigned longest) {
-    return mosquitto_reconnect_delay_set(client->mosq, first, longest, true);
-}
+void cmosq_set_threaded(cmosq_client *client) { mosquitto_threaded_set(client->mosq, true); }
 
-int cmosq_start(cmosq_client *client, const char *host, int port, int keepalive_seconds) {
+int cmosq_connect_async(cmosq_client *client, const char *host, int port, int keepalive_seconds, int *error_number) {
+    errno = 0;
     int rc = mosquitto_connect_async(client->mosq, host, port, keepalive_seconds);
-    // A broker that is down now is not an error: the network thread keeps trying.
-    if (rc != MOSQ_ERR_SUCCESS && rc != MOSQ_ERR_ERRNO && rc != MOSQ_ERR_CONN_REFUSED && rc != MOSQ_ERR_EAI
-        && rc != MOSQ_ERR_NO_CONN) {
-        return rc;
-    }
-    return mosquitto_loop_start(client->mosq);
+    *error_number = errno;
+    return rc;
 }
 
-void cmosq_stop(cmosq_client *client) {
-    mosquitto_disconnect(client->mosq);
-    mosquitto_loop_stop(client->mosq, false);
+int cmosq_loop(cmosq_client *client, int timeout_ms, int *error_number) {
+    errno = 0;
+    int rc = mosquitto_loop(client->mosq, timeout_ms, 1);
+    *error_number = errno;
+    return rc;
 }
+
+int cmosq_disconnect(cmosq_client *client) { return mosquitto_disconnect(client->mosq); }
 
 int cmosq_publish(cmosq_client *client, const char *topic, const void *payload, int length, int qos, bool retain,
                   int *message_id) {
@@ -102,6 +101,11 @@ int cmosq_success(void) { return MOSQ_ERR_SUCCESS; }
 
 const char *cmosq_error_string(int code) {
     if (code == MOSQ_ERR_ERRNO) return strerror(errno);
+    return mosquitto_strerror(code);
+}
+
+const char *cmosq_failure_string(int code, int error_number) {
+    if (code == MOSQ_ERR_ERRNO) return strerror(error_number);
     return mosquitto_strerror(code);
 }
 

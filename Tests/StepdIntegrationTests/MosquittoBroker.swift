@@ -10,8 +10,10 @@ final class MosquittoBroker {
     let logPath: String
     private var process: Process?
 
-    /// `listener` lines go into mosquitto.conf after the listener's own (TLS files, password file).
-    init(directory: TemporaryDirectory, listener: [String] = [], anonymous: Bool = true, port: Int = GPSDFake.freePort()) throws {
+    /// `listener` lines go into mosquitto.conf after the listener's own (TLS files, password file). `started`
+    /// false: configured on its port, started later with `start()` (a broker that comes after the daemon).
+    init(directory: TemporaryDirectory, listener: [String] = [], anonymous: Bool = true, port: Int = GPSDFake.freePort(),
+         started: Bool = true) throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/mosquitto") else {
             throw XCTSkip("mosquitto is not installed (scripts/setup installs it)")
         }
@@ -32,7 +34,7 @@ final class MosquittoBroker {
             "log_type all",
         ] + listener
         try lines.joined(separator: "\n").appending("\n").write(toFile: configPath, atomically: true, encoding: .utf8)
-        try start()
+        if started { try start() }
     }
 
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }

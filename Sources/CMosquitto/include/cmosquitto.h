@@ -25,13 +25,16 @@ int cmosq_set_will(cmosq_client *client, const char *topic, const char *payload,
 int cmosq_set_credentials(cmosq_client *client, const char *username, const char *password);
 /// TLS: ca_file NULL trusts the system's certificate authorities; cert_file/key_file NULL: no client certificate.
 int cmosq_set_tls(cmosq_client *client, const char *ca_file, const char *cert_file, const char *key_file);
-/// Seconds between reconnect attempts: from `first`, doubling up to `longest`.
-int cmosq_set_reconnect_delay(cmosq_client *client, unsigned first, unsigned longest);
-
-/// Starts libmosquitto's network thread and the first connection attempt; the thread reconnects by itself.
-int cmosq_start(cmosq_client *client, const char *host, int port, int keepalive_seconds);
-/// Sends DISCONNECT (so no last will) and joins the network thread.
-void cmosq_stop(cmosq_client *client);
+/// Tells libmosquitto that another thread (the caller's) runs its loop, so that a publish from any thread wakes it.
+void cmosq_set_threaded(cmosq_client *client);
+/// mosquitto_connect_async: starts a connection (non-blocking); `error_number` receives errno at once, for
+/// MOSQ_ERR_ERRNO. Called again after a failure, it starts a fresh attempt. Nothing here retries by itself.
+int cmosq_connect_async(cmosq_client *client, const char *host, int port, int keepalive_seconds, int *error_number);
+/// One pass of mosquitto_loop (network I/O, keepalive, callbacks), waiting up to `timeout_ms`; not
+/// MOSQ_ERR_SUCCESS once the connection has failed or closed (`error_number`: errno, for MOSQ_ERR_ERRNO).
+int cmosq_loop(cmosq_client *client, int timeout_ms, int *error_number);
+/// Sends DISCONNECT (so no last will); the loop then ends the connection.
+int cmosq_disconnect(cmosq_client *client);
 
 /// Queues a message; `message_id` receives the id its PUBACK will carry.
 int cmosq_publish(cmosq_client *client, const char *topic, const void *payload, int length, int qos, bool retain,
@@ -41,6 +44,8 @@ int cmosq_publish(cmosq_client *client, const char *topic, const void *payload, 
 int cmosq_success(void);
 /// A libmosquitto result in words (errno's words for MOSQ_ERR_ERRNO).
 const char *cmosq_error_string(int code);
+/// A result of cmosq_connect_async or cmosq_loop in words, with the errno it gave.
+const char *cmosq_failure_string(int code, int error_number);
 /// A CONNACK refusal in words ("Connection Refused: not authorised.").
 const char *cmosq_connack_string(int code);
 

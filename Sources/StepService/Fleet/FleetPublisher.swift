@@ -21,6 +21,9 @@ public final class FleetPublisher: @unchecked Sendable {
     static let positionIntervalSeconds = 10.0
     /// Outbox messages waiting for their PUBACK at once.
     static let windowCapacity = 20
+    /// The waits between connection attempts, from the first one at start: from 1 s (a broker restarted is back
+    /// within seconds), doubling to 30 s (one gone for the day costs the board a wake-up every 30 s).
+    static let backoff = MQTTClient.Backoff(firstSeconds: 1, longestSeconds: 30)
     /// A store that cannot take the outbox now is asked again this much later.
     static let storeRetrySeconds = 5.0
 
@@ -34,8 +37,14 @@ public final class FleetPublisher: @unchecked Sendable {
     private var client: MQTTClient?
 
     // Owned by `queue`.
-    private enum LinkState: Equatable { case connecting, connected, disconnected(String) }
-    private var link = LinkState.connecting
+    /// `connecting` until the first connection (with why the last attempt failed, once one has), then
+    /// `connected` or `disconnected` with why.
+    private enum LinkState: Equatable { case connecting(String?), connected, disconnected(String) }
+    private var link = LinkState.connecting(nil)
+    /// The broker's refusal of the last attempt (a CONNACK with a code), said instead of libmosquitto's words.
+    private var refusal: String?
+    /// How the connection was lost, said once with the first wait after it.
+    private var loss: String?
     private var stopping = false
     private var window = OutboxWindow(capacity: windowCapacity)
     /// Acknowledged rows not yet removed from the store, and whether a removal is under way.
@@ -86,6 +95,10 @@ public final class FleetPublisher: @unchecked Sendable {
             acknowledged: { [weak self] id in
                 guard let self else { return }
                 queue.async { self.acknowledged(messageID: id) }
+            },
+            waiting: { [weak self] reason, seconds in
+                guard let self else { return }
+                queue.async { self.waiting(reason: reason, retrySeconds: seconds) }
             }))
         try client.setWill(topic: topics.status, payload: FleetPayloads.offline)
         if let username = configuration.username {
@@ -94,14 +107,11 @@ public final class FleetPublisher: @unchecked Sendable {
         if configuration.broker.tls {
             try client.setTLS(caFile: configuration.caFile, certFile: configuration.certFile, keyFile: configuration.keyFile)
         }
-        // From 1 s (a broker restarted is back within seconds), doubling to 30 s (one gone for the day costs
-        // the board a wake-up every 30 s).
-        try client.setReconnectDelay(firstSeconds: 1, longestSeconds: 30)
         self.client = client
         subscribeToEngine()
         queue.sync { startOutbox() }
-        try client.start(host: configuration.broker.host, port: configuration.broker.port,
-                         keepaliveSeconds: configuration.keepaliveSeconds, broker: configuration.broker.description)
+        client.start(host: configuration.broker.host, port: configuration.broker.port,
+                     keepaliveSeconds: configuration.keepaliveSeconds, backoff: Self.backoff)
         logger.debug("mqtt: connecting to \(configuration.broker) as \(topics.prefix)")
     }
 
@@ -335,9 +345,11 @@ public final class FleetPublisher: @unchecked Sendable {
         dispatchPrecondition(condition: .onQueue(queue))
         guard !stopping else { return }
         guard code == 0 else {
-            setLink(.disconnected("the broker refused the connection: \(MQTTClient.connackWords(code))"))
+            // The network thread ends this attempt and says when the next one is (`waiting`).
+            refusal = "the broker refused the connection: \(MQTTClient.connackWords(code))"
             return
         }
+        refusal = nil
         setLink(.connected)
         publishRetained(topics.status, FleetPayloads.online)
         if configuration.homeAssistant {
@@ -355,9 +367,25 @@ public final class FleetPublisher: @unchecked Sendable {
 
     private func disconnected(_ reason: Int32) {
         dispatchPrecondition(condition: .onQueue(queue))
+        guard !stopping, link == .connected else { return }
+        // Until the network thread connects again nothing is handed to libmosquitto; it says when (`waiting`).
+        let lost = "lost the connection: \(MQTTClient.clause(MQTTClient.words(reason)))"
+        loss = lost
+        setLink(.disconnected(lost))
+    }
+
+    /// An attempt failed, or the connection ended: why, and when the next attempt is.
+    private func waiting(reason: String, retrySeconds: Int) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard !stopping else { return }
-        // libmosquitto reconnects by itself; until then nothing is handed to it.
-        setLink(.disconnected("lost the connection: \(MQTTClient.words(reason))"))
+        let why = refusal ?? loss ?? reason
+        refusal = nil
+        loss = nil
+        let text = "\(why), next try in \(retrySeconds) s"
+        switch link {
+        case .connecting: setLink(.connecting(text))
+        case .connected, .disconnected: setLink(.disconnected(text))
+        }
     }
 
     private func setLink(_ state: LinkState) {
@@ -368,9 +396,11 @@ public final class FleetPublisher: @unchecked Sendable {
         case (.connected, .connected): break
         case (_, .connected):
             logger.notice("mqtt: connected to \(configuration.broker) as \(topics.prefix); \(queued) messages queued")
-        case (.disconnected(let a), .disconnected(let b)) where a == b: break
-        case (_, .disconnected(let reason)):
-            logger.warning("mqtt: \(configuration.broker): \(reason); retrying, the outbox keeps what is not acknowledged")
+        // Each attempt is a debug line; the first failure after a connection (or at start) a warning.
+        case (.connected, .disconnected(let reason)), (.connecting(nil), .connecting(let reason?)):
+            logger.warning("mqtt: \(configuration.broker): \(reason); retrying (waits doubling to \(Self.backoff.longestSeconds) s), the outbox keeps what is not acknowledged")
+        case (_, .disconnected(let reason)), (_, .connecting(let reason?)):
+            logger.debug("mqtt: \(configuration.broker): \(reason)")
         default: break
         }
     }
@@ -378,7 +408,7 @@ public final class FleetPublisher: @unchecked Sendable {
     private func publishStatus() {
         let (state, error): (String, String?) = {
             switch link {
-            case .connecting: return ("connecting", nil)
+            case .connecting(let reason): return ("connecting", reason)
             case .connected: return ("connected", nil)
             case .disconnected(let reason): return ("disconnected", reason)
             }

@@ -1,24 +1,40 @@
 import CMosquitto
 import Foundation
 
-/// libmosquitto through the CMosquitto shim: one connection with its own network thread (libmosquitto's
-/// `loop_start`), which connects, keeps alive and reconnects by itself. Callbacks run on that thread; the
+/// libmosquitto through the CMosquitto shim: one connection, run by a network thread of its own that connects,
+/// keeps alive and, whenever the connection fails or drops, tries again after the back-off (`Backoff`): from the
+/// very first attempt, so a broker that is down at start (a board up before its network) is reached whenever it
+/// comes. (libmosquitto's own `loop_start` does not retry an attempt started by `connect_async` that failed, and
+/// its waits grow as squares; this thread does both as docs/fleet.md says.) Callbacks run on that thread; the
 /// owner hops to its own queue at once.
 ///
-/// `@unchecked Sendable`: its only state, the libmosquitto handle, is set in `init` and freed in `deinit`;
-/// libmosquitto locks its own state for calls from the owner's queue and its network thread.
+/// `@unchecked Sendable`: the libmosquitto handle is set in `init` and freed in `deinit`; libmosquitto locks its
+/// own state for calls from the owner's queue and the network thread; `stopRequested` is behind `wake`, and
+/// `sessionUp` belongs to the network thread (set by the connect callback, which runs there).
 final class MQTTClient: @unchecked Sendable {
     enum Failure: Error, CustomStringConvertible {
         case create
         case setting(String, reason: String)
-        case start(broker: String, reason: String)
 
         var description: String {
             switch self {
             case .create: return "cannot create an MQTT client (out of memory)"
             case .setting(let what, let reason): return "cannot set the MQTT \(what): \(reason)"
-            case .start(let broker, let reason): return "cannot start the MQTT client for \(broker): \(reason)"
             }
+        }
+    }
+
+    /// The waits between attempts: `first` seconds after a failure, then twice as long each time up to `longest`;
+    /// back to `first` once a connection has been accepted (CONNACK).
+    struct Backoff: Equatable, Sendable {
+        var firstSeconds: Int
+        var longestSeconds: Int
+
+        /// The wait after the `failures`-th failure in a row (1: the first).
+        func seconds(afterFailures failures: Int) -> Int {
+            var wait = max(1, firstSeconds)
+            for _ in 1..<max(1, failures) where wait < longestSeconds { wait *= 2 }
+            return min(wait, longestSeconds)
         }
     }
 
@@ -26,6 +42,8 @@ final class MQTTClient: @unchecked Sendable {
         var connected: @Sendable (_ connackCode: Int32) -> Void
         var disconnected: @Sendable (_ reason: Int32) -> Void
         var acknowledged: @Sendable (_ messageID: Int32) -> Void
+        /// An attempt failed or the connection ended: why, in words, and the seconds until the next attempt.
+        var waiting: @Sendable (_ reason: String, _ retrySeconds: Int) -> Void
     }
 
     private var client: OpaquePointer?
@@ -37,7 +55,9 @@ final class MQTTClient: @unchecked Sendable {
         self.callbacks = callbacks
         let context = Unmanaged.passUnretained(self).toOpaque()
         client = cmosq_new(clientID, context, { context, code in
-            MQTTClient.from(context).callbacks.connected(code)
+            let client = MQTTClient.from(context)
+            if code == 0 { client.sessionUp = true }
+            client.callbacks.connected(code)
         }, { context, reason in
             MQTTClient.from(context).callbacks.disconnected(reason)
         }, { context, messageID in
@@ -53,7 +73,7 @@ final class MQTTClient: @unchecked Sendable {
     deinit { cmosq_destroy(client) }
 
     static func words(_ code: Int32) -> String { String(cString: cmosq_error_string(code)) }
-    static func connackWords(_ code: Int32) -> String { String(cString: cmosq_connack_string(code)) }
+    static func connackWords(_ code: Int32) -> String { clause(String(cString: cmosq_connack_string(code))) }
 
     private func check(_ code: Int32, _ what: String) throws {
         if code != cmosq_success() { throw Failure.setting(what, reason: Self.words(code)) }
@@ -71,16 +91,88 @@ final class MQTTClient: @unchecked Sendable {
         try check(cmosq_set_tls(client, caFile, certFile, keyFile), "TLS files")
     }
 
-    func setReconnectDelay(firstSeconds: UInt32, longestSeconds: UInt32) throws {
-        try check(cmosq_set_reconnect_delay(client, firstSeconds, longestSeconds), "reconnect delay")
+    /// Starts the network thread, which makes the first attempt at once. A broker that is down, or a name that
+    /// does not resolve yet, is not an error: the thread tries again after the back-off until `stop`.
+    func start(host: String, port: Int, keepaliveSeconds: Int, backoff: Backoff) {
+        cmosq_set_threaded(client)
+        let thread = Thread { [self] in
+            run(host: host, port: Int32(port), keepaliveSeconds: Int32(keepaliveSeconds), backoff: backoff)
+            finished.signal()
+        }
+        thread.name = "stepd.mqtt.net"
+        thread.start()
+        running = true
     }
 
-    func start(host: String, port: Int, keepaliveSeconds: Int, broker: String) throws {
-        let code = cmosq_start(client, host, Int32(port), Int32(keepaliveSeconds))
-        if code != cmosq_success() { throw Failure.start(broker: broker, reason: Self.words(code)) }
+    /// Sends DISCONNECT when connected (what was published before it goes first) and ends the network thread,
+    /// waiting for it at most `stopSeconds` (a broker that does not read): a stop never hangs the daemon.
+    func stop() {
+        wake.withLock {
+            stopRequested = true
+            wake.broadcast()
+        }
+        _ = cmosq_disconnect(client)
+        guard running else { return }
+        if finished.wait(timeout: .now() + Self.stopSeconds) == .success { running = false }
     }
 
-    func stop() { cmosq_stop(client) }
+    static let stopSeconds = 2.0
+    /// How long one pass of libmosquitto's loop waits for the socket (and so how soon keepalive is looked at).
+    private static let loopMilliseconds: Int32 = 1000
+
+    private let wake = NSCondition()
+    private var stopRequested = false
+    private let finished = DispatchSemaphore(value: 0)
+    private var running = false
+    /// Whether the current connection got its CONNACK; the network thread's.
+    private var sessionUp = false
+
+    private var stopping: Bool { wake.withLock { stopRequested } }
+
+    /// The network thread: attempt, run the connection until it ends, wait, again.
+    private func run(host: String, port: Int32, keepaliveSeconds: Int32, backoff: Backoff) {
+        var failures = 0
+        var stopDeadline: Date?
+        while !stopping {
+            var errorNumber: Int32 = 0
+            sessionUp = false
+            var code = cmosq_connect_async(client, host, port, keepaliveSeconds, &errorNumber)
+            if code == cmosq_success() {
+                repeat {
+                    code = cmosq_loop(client, Self.loopMilliseconds, &errorNumber)
+                    if sessionUp { failures = 0 }
+                    // Stopping: the loop writes what is queued and the DISCONNECT, then ends; a peer that does not
+                    // read gets `stopSeconds`.
+                    if stopping {
+                        if !sessionUp { return }
+                        if stopDeadline == nil { stopDeadline = Date().addingTimeInterval(Self.stopSeconds) }
+                        if let stopDeadline, Date() > stopDeadline { return }
+                    }
+                } while code == cmosq_success()
+            }
+            if stopping { return }
+            failures += 1
+            let wait = backoff.seconds(afterFailures: failures)
+            callbacks.waiting(Self.failureWords(code, errorNumber), wait)
+            let until = Date().addingTimeInterval(Double(wait))
+            wake.withLock {
+                while !stopRequested, wake.wait(until: until) {}
+            }
+        }
+    }
+
+    /// libmosquitto's words as a clause: "connection refused", "the connection was lost".
+    static func failureWords(_ code: Int32, _ errorNumber: Int32) -> String {
+        clause(String(cString: cmosq_failure_string(code, errorNumber)))
+    }
+
+    /// "Connection refused." as it reads inside a sentence: "connection refused".
+    static func clause(_ text: String) -> String {
+        var text = text.trimmingCharacters(in: .whitespaces)
+        while text.hasSuffix(".") { text.removeLast() }
+        guard let first = text.first, text.dropFirst().first?.isLowercase ?? false else { return text }
+        return first.lowercased() + text.dropFirst()
+    }
 
     /// Hands a message to the network thread; the message id its PUBACK will carry, or the reason it could not.
     func publish(topic: String, payload: String, qos: Int32, retain: Bool) -> Result<Int32, PublishError> {

@@ -87,11 +87,13 @@ let package = Package(
         .executableTarget(name: "stepd-web", dependencies: [
             "StepProtocol",
             .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOFoundationCompat", package: "swift-nio"),
             .product(name: "NIOExtras", package: "swift-nio-extras"),
+            .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/stepd-web", exclude: ["Public"]),

@@ -12,6 +12,8 @@ enum DaemonError: Error, CustomStringConvertible {
     case closed(path: String, message: String?)
     /// The daemon answered with an ERROR (a bad history range, a reset it does not permit).
     case refused(message: String)
+    /// No answer within `seconds`; the connection was closed.
+    case timedOut(path: String, seconds: Int64)
 
     var description: String {
         switch self {
@@ -19,6 +21,7 @@ enum DaemonError: Error, CustomStringConvertible {
         case .closed(let path, let message?): return "stepd at \(path) closed the connection: \(message)"
         case .closed(let path, nil): return "stepd at \(path) closed the connection"
         case .refused(let message): return message
+        case .timedOut(let path, let seconds): return "stepd at \(path) did not answer within \(seconds) s"
         }
     }
 }
@@ -34,8 +37,10 @@ struct DaemonLink: Sendable {
     var socketPath: String { fixedPath ?? SocketPath.forClient() }
 
     /// Connects, reads the greeting (VERSION, or the ERROR of a daemon that is full), and runs `body` with the
-    /// rest of the lines; the connection is closed when `body` returns or throws.
+    /// rest of the lines; the connection is closed when `body` returns or throws, or, with `timeoutSeconds`,
+    /// that long after the connection was made (then `DaemonError.timedOut` is thrown).
     func withConnection<Result: Sendable>(
+        timeoutSeconds: Int64? = nil,
         _ body: (_ lines: inout NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator,
                  _ outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, _ path: String) async throws -> Result
     ) async throws -> Result {
@@ -54,13 +59,27 @@ struct DaemonLink: Sendable {
         } catch {
             throw DaemonError.unreachable(path: path, reason: "\(error)")
         }
-        return try await channel.executeThenClose { inbound, outbound in
-            var lines = inbound.makeAsyncIterator()
-            guard let greeting = try await lines.next() else { throw DaemonError.closed(path: path, message: nil) }
-            if let error = try? JSONDecoder().decode(ErrorMessage.self, from: greeting), error.class == "ERROR" {
-                throw DaemonError.closed(path: path, message: error.message)
+        // The deadline closes the connection on its event loop: a read waiting for a line then ends at once.
+        let expired = Expiry()
+        let deadline = timeoutSeconds.map { seconds in
+            channel.channel.eventLoop.scheduleTask(in: .seconds(seconds)) { [channel = channel.channel] in
+                expired.fire()
+                channel.close(promise: nil)
             }
-            return try await body(&lines, outbound, path)
+        }
+        defer { deadline?.cancel() }
+        do {
+            return try await channel.executeThenClose { inbound, outbound in
+                var lines = inbound.makeAsyncIterator()
+                guard let greeting = try await lines.next() else { throw DaemonError.closed(path: path, message: nil) }
+                if let error = try? JSONDecoder().decode(ErrorMessage.self, from: greeting), error.class == "ERROR" {
+                    throw DaemonError.closed(path: path, message: error.message)
+                }
+                return try await body(&lines, outbound, path)
+            }
+        } catch {
+            if let timeoutSeconds, expired.fired { throw DaemonError.timedOut(path: path, seconds: timeoutSeconds) }
+            throw error
         }
     }
 
@@ -69,12 +88,16 @@ struct DaemonLink: Sendable {
         var request = fields
         request["id"] = .integer(1)
         let line = try Self.line(request)
-        return try await withConnection { lines, outbound, path in
+        return try await withConnection(timeoutSeconds: WebLimits.daemonReplySeconds) { lines, outbound, path in
             try await outbound.write(line)
-            // This connection watches nothing, so no event comes; still, match on the id as a client must.
+            // This connection watches nothing, so no event comes; still, match on the id as a client must. An ERROR
+            // without an id (a line the daemon discarded unread, too long for it) can only be about the one request
+            // in flight: it answers it too.
             while let reply = try await lines.next() {
-                guard let head = MessageHead(line: Data(buffer: reply)), head.id == .integer(1) else { continue }
-                if head.class == ErrorMessage.messageClass {
+                guard let head = MessageHead(line: Data(buffer: reply)) else { continue }
+                let isError = head.class == ErrorMessage.messageClass
+                guard head.id == .integer(1) || (isError && head.id == nil) else { continue }
+                if isError {
                     throw DaemonError.refused(message: try JSONDecoder().decode(ErrorMessage.self, from: reply).message)
                 }
                 return reply
@@ -89,6 +112,14 @@ struct DaemonLink: Sendable {
         data.append(0x0A)
         return ByteBuffer(bytes: data)
     }
+}
+
+/// Whether a connection's deadline fired, set on its event loop and read after the connection closed.
+private final class Expiry: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    var fired: Bool { lock.withLock { value } }
+    func fire() { lock.withLock { value = true } }
 }
 
 /// JSON as the daemon writes it: slashes left alone ("/run/stepd/stepd.sock", not "\\/run\\/...").

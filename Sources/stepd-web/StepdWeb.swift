@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import StepProtocol
@@ -86,9 +87,19 @@ struct StepdWeb: AsyncParsableCommand {
         WebAPI(link: link, hub: hub, settings: settings, resetToken: token, logger: logger).register(on: router)
 
         let url = "http://\(listen)/"
+        let connections = WebLimits.connectionsForFileLimit()
+        let open = OpenConnections()
+        let http = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [RequestDeadlineHandler(registry: open)],
+            httpDecoderConfiguration: .init(maxHeaderFieldSize: WebLimits.headerBytes, maxHeaderListSize: WebLimits.headerBytes,
+                                            maxHeaderFieldCount: WebLimits.headerFields))
+        // SIGTERM and SIGINT: the server's graceful shutdown ends the event streams; what still holds on is cut.
+        let deadline = ShutdownDeadline(connections: open, logger: logger)
         let app = Application(
             router: router,
-            configuration: .init(address: .hostname(address.host, port: address.port), serverName: "stepd-web"),
+            server: .http1(configuration: http),
+            configuration: .init(address: .hostname(address.host, port: address.port), serverName: "stepd-web",
+                                 availableConnectionsDelegate: MaximumAvailableConnections(connections, logger: logger)),
             onServerRunning: { _ in
                 logger.notice("serving \(url) for stepd at \(link.socketPath)\(token == nil ? " (read-only)" : "")")
             },
@@ -99,6 +110,7 @@ struct StepdWeb: AsyncParsableCommand {
             throw StartupError.cannotListen(address: listen, errno: error.errnoCode)
         }
         await hub.finishAll()
+        withExtendedLifetime(deadline) {}
     }
 }
 

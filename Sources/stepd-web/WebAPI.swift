@@ -20,29 +20,41 @@ struct WebAPI: Sendable {
         router.get("/api/status") { _, _ in await proxy(["cmd": .string("status")]) }
         router.get("/api/steps") { _, _ in await proxy(["cmd": .string("steps")]) }
         router.get("/api/position") { _, _ in await proxy(["cmd": .string("position")]) }
-        router.get("/api/visits") { request, _ in await proxy(range(["cmd": .string("visits")], request)) }
+        router.get("/api/visits") { request, _ in await checked { await proxy(try range(["cmd": .string("visits")], request)) } }
         router.get("/api/track") { request, _ in
-            await proxy(range(["cmd": .string("track"), "format": .string("geojson")], request))
+            await checked { await proxy(try range(["cmd": .string("track"), "format": .string("geojson")], request)) }
         }
-        router.get("/api/history") { request, _ in await history(request) }
+        router.get("/api/history") { request, _ in await checked { try await history(request) } }
         router.post("/api/reset") { request, _ in await reset(request) }
         router.get("/api/events") { _, _ in await events() }
     }
 
-    /// `from` and `to` from the query, passed on as the daemon's own fields (it checks them).
-    private func range(_ fields: [String: JSONValue], _ request: Request) -> [String: JSONValue] {
+    /// A request whose query was checked: a bad value (QueryError) is answered 400 here, never sent on.
+    private func checked(_ respond: () async throws -> Response) async -> Response {
+        do {
+            return try await respond()
+        } catch let error as QueryError {
+            return failure(.badRequest, error.description)
+        } catch {
+            return failure(status(for: error), "\(error)")
+        }
+    }
+
+    /// `from` and `to` from the query, checked to be times as the daemon takes them (Query.time: bounded, well
+    /// formed); whether the range is one it serves the daemon says.
+    private func range(_ fields: [String: JSONValue], _ request: Request) throws -> [String: JSONValue] {
         var fields = fields
         for name in ["from", "to"] {
-            if let value = request.uri.queryParameters.get(name) { fields[name] = .string(value) }
+            if let value = try Query.time(name, request.uri.queryParameters.get(name)) { fields[name] = .string(value) }
         }
         return fields
     }
 
     /// `bin`, `from`, `to` as the daemon takes them; or `days=N` (day bins): the last N local days of the
     /// daemon's own time zone, today included, which a browser in another zone could not work out.
-    private func history(_ request: Request) async -> Response {
-        var fields = range(["cmd": .string("history")], request)
-        let bin = request.uri.queryParameters.get("bin") ?? "hour"
+    private func history(_ request: Request) async throws -> Response {
+        var fields = try range(["cmd": .string("history")], request)
+        let bin = try Query.bin(request.uri.queryParameters.get("bin"))
         fields["bin"] = .string(bin)
         if let text = request.uri.queryParameters.get("days") {
             guard let days = Int(text), (1...3660).contains(days), bin == "day" else {
@@ -126,6 +138,7 @@ struct WebAPI: Sendable {
         switch error {
         case DaemonError.refused(let message) where message.contains("is not permitted"): return .forbidden
         case DaemonError.refused: return .badRequest
+        case DaemonError.timedOut: return .gatewayTimeout
         default: return .serviceUnavailable
         }
     }
@@ -154,8 +167,8 @@ func json(_ body: ByteBuffer, status: HTTPResponse.Status = .ok, headers: HTTPFi
     return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: body))
 }
 
-/// `{"error": "..."}` with the status: 400 what the daemon refused as asked, 401 no or a wrong token, 403 not
-/// permitted, 503 the daemon not reachable.
+/// `{"error": "..."}` with the status: 400 a query value stepd-web or the daemon refused, 401 no or a wrong token,
+/// 403 not permitted, 503 the daemon not reachable, 504 no answer from it in time.
 func failure(_ status: HTTPResponse.Status, _ message: String, headers: HTTPFields = [:]) -> Response {
     let body = (try? jsonEncoder.encode(["error": message])) ?? Data()
     return json(ByteBuffer(data: body), status: status, headers: headers)

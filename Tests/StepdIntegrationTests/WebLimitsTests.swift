@@ -1,0 +1,248 @@
+import Foundation
+import StepProtocol
+import XCTest
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// stepd-web holds nothing forever (docs/web.md, "Limits"): partial requests are closed, a request the daemon
+/// refuses or does not answer gets an HTTP error at once and its connection to the daemon is closed, query values
+/// are checked before they reach the daemon, and SIGTERM ends the process within 2 s whatever its clients hold.
+final class WebLimitsTests: XCTestCase {
+    /// A daemon with no sensor and no GPS (nothing to do but answer) and stepd-web in front of it.
+    private func serve(_ directory: TemporaryDirectory, daemonArguments: [String] = ["--device", "stepd-test-absent", "--no-gps"])
+        throws -> (Daemon, WebServer) {
+        let daemon = try Daemon(arguments: daemonArguments, directory: directory)
+        let web = try WebServer(socket: daemon.socketPath, directory: directory, extra: ["--tiles", "none"])
+        return (daemon, web)
+    }
+
+    /// A GET with its own timeout, timed: the status (-1 when it timed out or failed) and the seconds it took.
+    private func timedGet(_ web: WebServer, _ path: String, timeout: TimeInterval = 10) -> (status: Int, body: String, seconds: Double) {
+        let url = URL(string: "http://127.0.0.1:\(web.port)\(path)")!
+        var request = URLRequest(url: url)
+        request.timeoutInterval = timeout
+        let started = Date()
+        final class Box: @unchecked Sendable { var status = -1; var body = "" }
+        let box = Box()
+        let done = DispatchSemaphore(value: 0)
+        URLSession.shared.dataTask(with: request) { data, response, _ in
+            box.status = (response as? HTTPURLResponse)?.statusCode ?? -1
+            box.body = data.map { String(decoding: $0, as: UTF8.self) } ?? ""
+            done.signal()
+        }.resume()
+        _ = done.wait(timeout: .now() + timeout + 5)
+        return (box.status, box.body, Date().timeIntervalSince(started))
+    }
+
+    private func clients(_ daemon: Daemon) throws -> Int {
+        try daemon.connect().request(["cmd": "status"])["clients"] as? Int ?? -1
+    }
+
+    /// 1,000 connections that each send a partial request head and then a header line every 2 s (slowloris) are
+    /// all closed within 60 s (WebLimits.requestSeconds: 10 s each), while a GET of /api/status on a fresh
+    /// connection once a second answers in under 2 s throughout. scripts/bench-web does the clients and prints
+    /// the figures (docs/web.md). ~15 s.
+    func testThousandSlowlorisConnectionsClosedWithinAMinuteWhileAGetAnswersInUnderTwoSeconds() throws {
+        let directory = try TemporaryDirectory()
+        let (daemon, web) = try serve(directory)
+        defer { web.stop(); daemon.terminate() }
+        let run = try runCommand(Binaries.repository.appendingPathComponent("scripts/bench-web").path,
+                                 ["slowloris", "--port", String(web.port), "--connections", "1000", "--seconds", "60",
+                                  "--pid", String(web.process.processIdentifier)], timeout: 120)
+        XCTAssertEqual(run.status, 0, run.stderr)
+        print("WebLimitsTests slowloris: \(run.stdout)")
+        let result = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], run.stdout)
+        XCTAssertEqual(result["opened"] as? Int, 1000, run.stdout)
+        XCTAssertEqual(result["still_open"] as? Int, 0, "partial requests kept open for 60 s: \(run.stdout)")
+        XCTAssertEqual(result["closed_by_server"] as? Int, 1000, run.stdout)
+        XCTAssertLessThan(result["all_closed_after_s"] as? Double ?? 999, 60, run.stdout)
+        XCTAssertGreaterThanOrEqual(result["probes"] as? Int ?? 0, 5, run.stdout)
+        XCTAssertEqual(result["probe_failures"] as? Int, 0, run.stdout)
+        XCTAssertLessThan((result["probe_s"] as? [String: Any])?["max"] as? Double ?? 999, 2, run.stdout)
+        XCTAssertTrue(web.process.isRunning, web.log)
+    }
+
+    /// A `from` of 4,100 characters (a request line the daemon would discard with an ERROR that has no id) is
+    /// answered 400 at once with what is wrong, and so are other malformed values, and no connection to the
+    /// daemon is left behind: its `clients` count comes back to where it was. A range the daemon refuses
+    /// (`from` after `to`) still gets its words with 400.
+    func testALongFromGetsAnHTTPErrorAtOnceAndNoDaemonConnectionIsLeft() throws {
+        let directory = try TemporaryDirectory()
+        let (daemon, web) = try serve(directory)
+        defer { web.stop(); daemon.terminate() }
+        XCTAssertEqual(timedGet(web, "/api/status").status, 200)
+        let before = try clients(daemon)
+        let long = "2026-11-16T00:00:00" + String(repeating: "0", count: 4100)
+        for path in ["/api/history?bin=day&from=\(long)", "/api/track?to=\(long)", "/api/visits?from=\(long)",
+                     "/api/history?from=yesterday", "/api/history?bin=\(String(repeating: "d", count: 5000))",
+                     "/api/history?bin=week", "/api/history?from=2026-11-16T00:00:00.\(String(repeating: "1", count: 30))Z"] {
+            for _ in 0..<(path.count > 4000 ? 3 : 1) {
+                let reply = timedGet(web, path)
+                XCTAssertEqual(reply.status, 400, "\(path.prefix(60)): \(reply.body.prefix(300))")
+                XCTAssertLessThan(reply.seconds, 2, "\(path.prefix(60))")
+                XCTAssertTrue(reply.body.hasPrefix("{\"error\":\"\\\""), reply.body)
+                XCTAssertLessThan(reply.body.utf8.count, 300, "the error repeats the whole value")
+            }
+        }
+        let refused = timedGet(web, "/api/history?from=2026-11-23T10:00:00Z&to=2026-11-23T09:00:00Z")
+        XCTAssertEqual(refused.status, 400, refused.body)
+        XCTAssertTrue(refused.body.contains("must be before"), refused.body)
+        XCTAssertEqual(timedGet(web, "/api/history?bin=minute&from=2026-11-23T10:00:00.000%2B01:00").status, 200)
+        try pollUntil("the daemon's clients back to \(before)", timeout: 5, every: 0.1, detail: "\((try? clients(daemon)) ?? -1)") {
+            try clients(daemon) == before
+        }
+    }
+
+    /// What stepd-web does not send on is still answered and closed: a peer that speaks the protocol as the daemon
+    /// does for a line it discards (an ERROR without an id, docs/protocol.md "Limits") gets its request answered
+    /// 400 with that message, and one that never answers gets 504 after WebLimits.daemonReplySeconds; either way
+    /// the connection to it is closed. (A peer, not the daemon: stepd-web's own checks keep every line it sends
+    /// well under the daemon's 4096 bytes, and the daemon does not hang.) ~11 s.
+    func testAnErrorWithoutIdAnswersTheRequestAndASilentDaemonTimesOut() throws {
+        let directory = try TemporaryDirectory()
+        let peer = try ProtocolPeer(path: directory.file("peer.sock"))
+        defer { peer.stop() }
+        let web = try WebServer(socket: peer.path, directory: directory, extra: ["--tiles", "none"])
+        defer { web.stop() }
+        let refused = timedGet(web, "/api/status")
+        XCTAssertEqual(refused.status, 400, refused.body)
+        XCTAssertLessThan(refused.seconds, 2)
+        XCTAssertTrue(refused.body.contains("request line longer than 4096 bytes, discarded"), refused.body)
+        try pollUntil("the peer's connection closed", timeout: 2, every: 0.05, detail: "\(peer.open) open") { peer.open == 0 }
+
+        let silent = timedGet(web, "/api/steps", timeout: 30)
+        XCTAssertEqual(silent.status, 504, silent.body)
+        XCTAssertTrue(silent.body.contains("did not answer within 10 s"), silent.body)
+        XCTAssertLessThan(silent.seconds, 12)
+        try pollUntil("the peer's connection closed", timeout: 2, every: 0.05, detail: "\(peer.open) open") { peer.open == 0 }
+        XCTAssertEqual(peer.accepted, 2)
+    }
+
+    /// SIGTERM while clients hold event streams (read, and never read), pipeline a file without reading, send a
+    /// POST whose body never comes and partial heads (scripts/bench-web hold): stepd-web exits within 2 s.
+    func testSigtermExitsWithinTwoSecondsWhateverTheClientsHold() throws {
+        let directory = try TemporaryDirectory()
+        // A walking replay: the event streams carry MOTION at 20 Hz and steps.
+        let (daemon, web) = try serve(directory, daemonArguments: ["--replay", Binaries.bundledRecording, "--loop", "--no-gps"])
+        defer { daemon.terminate() }
+        let holder = Process()
+        holder.executableURL = Binaries.repository.appendingPathComponent("scripts/bench-web")
+        holder.arguments = ["hold", "--port", String(web.port), "--seconds", "60"]
+        let output = Pipe(), input = Pipe()
+        holder.standardOutput = output
+        holder.standardInput = input
+        try holder.run()
+        defer { try? input.fileHandleForWriting.close(); holder.waitUntilExit() }
+        let line = String(decoding: output.fileHandleForReading.availableDataLine(timeout: 20), as: UTF8.self)
+        XCTAssertTrue(line.contains("\"ready\": true"), line)
+        XCTAssertEqual(timedGet(web, "/api/status").status, 200)
+
+        let signalled = Date()
+        kill(web.process.processIdentifier, SIGTERM)
+        let exited = pollExit(web.process, timeout: 10)
+        let took = Date().timeIntervalSince(signalled)
+        print("WebLimitsTests: stepd-web exited \(String(format: "%.2f", took)) s after SIGTERM with \(line)")
+        XCTAssertTrue(exited, "stepd-web still running 10 s after SIGTERM")
+        XCTAssertLessThan(took, 2, web.log)
+        if exited { XCTAssertEqual(web.process.terminationStatus, 0, web.log) }
+        if !exited { kill(web.process.processIdentifier, SIGKILL) }
+    }
+
+    private func pollExit(_ process: Process, timeout: TimeInterval) -> Bool {
+        let until = Date().addingTimeInterval(timeout)
+        while process.isRunning, Date() < until { usleep(10_000) }
+        return !process.isRunning
+    }
+}
+
+extension FileHandle {
+    /// The first line written to this pipe's end, waiting up to `timeout`.
+    func availableDataLine(timeout: TimeInterval) -> Data {
+        var data = Data()
+        let until = Date().addingTimeInterval(timeout)
+        var descriptor = pollfd(fd: fileDescriptor, events: Int16(POLLIN), revents: 0)
+        while !data.contains(0x0A), Date() < until {
+            guard poll(&descriptor, 1, 200) > 0 else { continue }
+            let chunk = availableData
+            if chunk.isEmpty { break }
+            data.append(chunk)
+        }
+        return data
+    }
+}
+
+/// A Unix-socket peer speaking the daemon's protocol for one situation each: it greets with VERSION; to
+/// `status` it answers an ERROR without an id (what the daemon sends for a line it discards unread), to anything
+/// else nothing. It counts the connections accepted and those still open.
+final class ProtocolPeer: @unchecked Sendable {
+    let path: String
+    private let listener: Int32
+    private let lock = NSLock()
+    private var openCount = 0
+    private var acceptedCount = 0
+    private var stopped = false
+
+    var open: Int { lock.withLock { openCount } }
+    var accepted: Int { lock.withLock { acceptedCount } }
+
+    init(path: String) throws {
+        self.path = path
+        listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[i] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard bound == 0, listen(listener, 16) == 0 else {
+            throw NSError(domain: "ProtocolPeer", code: Int(errno), userInfo: [NSLocalizedDescriptionKey: String(cString: strerror(errno))])
+        }
+        Thread.detachNewThread { [self] in acceptLoop() }
+    }
+
+    private func acceptLoop() {
+        while true {
+            let fd = accept(listener, nil, nil)
+            if fd < 0 { return }
+            lock.withLock { openCount += 1; acceptedCount += 1 }
+            Thread.detachNewThread { [self] in serve(fd) }
+        }
+    }
+
+    private func send(_ fd: Int32, _ text: String) {
+        let bytes = Array(text.utf8)
+        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    }
+
+    private func serve(_ fd: Int32) {
+        defer {
+            close(fd)
+            lock.withLock { openCount -= 1 }
+        }
+        send(fd, "{\"class\":\"VERSION\",\"release\":\"0.1.0\",\"proto_major\":1,\"proto_minor\":0}\n")
+        var pending = Data()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = read(fd, &buffer, buffer.count)
+            if count <= 0 { return }
+            pending.append(contentsOf: buffer[0..<count])
+            while let newline = pending.firstIndex(of: 0x0A) {
+                let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
+                pending.removeSubrange(pending.startIndex...newline)
+                if line.contains("\"status\"") {
+                    send(fd, "{\"class\":\"ERROR\",\"message\":\"request line longer than 4096 bytes, discarded\"}\n")
+                }
+            }
+        }
+    }
+
+    func stop() {
+        lock.withLock { stopped = true }
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+        unlink(path)
+    }
+}

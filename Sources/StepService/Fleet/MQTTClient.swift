@@ -73,7 +73,13 @@ final class MQTTClient: @unchecked Sendable {
     deinit { cmosq_destroy(client) }
 
     static func words(_ code: Int32) -> String { String(cString: cmosq_error_string(code)) }
-    static func connackWords(_ code: Int32) -> String { clause(String(cString: cmosq_connack_string(code))) }
+    /// A CONNACK refusal's reason: "Connection Refused: not authorised." reads "not authorised".
+    static func connackWords(_ code: Int32) -> String { refusalReason(String(cString: cmosq_connack_string(code))) }
+
+    static func refusalReason(_ text: String) -> String {
+        let prefix = "Connection Refused: "
+        return clause(text.hasPrefix(prefix) ? String(text.dropFirst(prefix.count)) : text)
+    }
 
     private func check(_ code: Int32, _ what: String) throws {
         if code != cmosq_success() { throw Failure.setting(what, reason: Self.words(code)) }

@@ -9,6 +9,10 @@ enum WebLimits {
     /// A request (its head and any body) must have arrived whole this long after the connection opened or the
     /// previous response ended; else the connection is closed. Slowloris, idle keep-alive and a stalled body alike.
     static let requestSeconds: Int64 = 10
+    /// A response's bytes may wait this long for a client that does not read them (NIO's outbound buffer past its
+    /// high-water mark, the socket's buffers full); then the connection is closed. An event stream to a page that
+    /// reads nothing ends so, and a file to a client that stopped reading.
+    static let writeStallSeconds: Int64 = 30
     /// Connections open at once. More wait in the listen backlog until one closes (at the latest `requestSeconds`
     /// for one that sends nothing whole). About 14 KB each, so at most ~30 MB; lowered to fit the process's
     /// file limit.
@@ -46,7 +50,8 @@ enum WebLimits {
 /// Closes a connection whose request does not arrive whole in time: `WebLimits.requestSeconds` from the
 /// connection's start, from the end of the previous response (an idle keep-alive connection), or from a head
 /// that came while an earlier response was still going (pipelining). A response in progress, however long (the
-/// event stream), is not timed: only what the client owes is. Sits after Hummingbird's HTTP/1 decoder, so it sees
+/// event stream), is not timed: only what the client owes is, and its reading (`WebLimits.writeStallSeconds`
+/// without room for the response's bytes closes the connection). Sits after Hummingbird's HTTP/1 decoder, so it sees
 /// whole heads: header lines trickled one by one do not count as progress.
 final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
@@ -57,6 +62,8 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
     private let timeout: TimeAmount
     private let registry: OpenConnections?
     private var deadline: Scheduled<Void>?
+    /// Armed while the channel is not writable (the client does not read).
+    private var stall: Scheduled<Void>?
     /// A head read whose end has not come.
     private var reading = false
     /// Requests read whose response has not ended.
@@ -75,6 +82,8 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
     func handlerRemoved(context: ChannelHandlerContext) {
         registry?.remove(context.channel)
         disarm()
+        stall?.cancel()
+        stall = nil
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -84,7 +93,22 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
 
     func channelInactive(context: ChannelHandlerContext) {
         disarm()
+        stall?.cancel()
+        stall = nil
         context.fireChannelInactive()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable {
+            stall?.cancel()
+            stall = nil
+        } else if stall == nil {
+            stall = context.eventLoop.assumeIsolatedUnsafeUnchecked().scheduleTask(in: .seconds(WebLimits.writeStallSeconds)) { [self] in
+                stall = nil
+                context.close(promise: nil)
+            }
+        }
+        context.fireChannelWritabilityChanged()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

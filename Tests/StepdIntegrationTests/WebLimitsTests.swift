@@ -149,6 +149,43 @@ final class WebLimitsTests: XCTestCase {
         if !exited { kill(web.process.processIdentifier, SIGKILL) }
     }
 
+    /// A client that asks for a file 200 times in one write and never reads (a 4 KiB receive buffer): once the
+    /// socket's buffers are full and stepd-web's own is past its mark, the connection is closed after
+    /// WebLimits.writeStallSeconds (30 s). stepd-web's sockets are counted in /proc. ~35 s.
+    func testAClientThatReadsNothingIsClosedAfterThirtySecondsWithoutRoom() throws {
+        let directory = try TemporaryDirectory()
+        let (daemon, web) = try serve(directory)
+        defer { web.stop(); daemon.terminate() }
+        func sockets() -> Int {
+            let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(web.process.processIdentifier)/fd")) ?? []
+            return fds.filter { ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(web.process.processIdentifier)/fd/\($0)")) ?? "").hasPrefix("socket:") }.count
+        }
+        let before = sockets()
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var size: Int32 = 4096
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(web.port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        XCTAssertEqual(connected, 0)
+        let requests = Array(String(repeating: "GET /leaflet/leaflet.js HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", count: 200).utf8)
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        _ = requests.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+        try pollUntil("stepd-web to hold the connection", timeout: 5, every: 0.05) { sockets() > before }
+        let opened = Date()
+        try pollUntil("stepd-web to close the connection of a client that reads nothing", timeout: 60, every: 0.5,
+                      detail: "\(sockets()) sockets, \(before) before") { sockets() <= before }
+        let held = Date().timeIntervalSince(opened)
+        print("WebLimitsTests: a client reading nothing was closed after \(String(format: "%.1f", held)) s")
+        XCTAssertGreaterThan(held, 29, "closed before the client had 30 s without room")
+        XCTAssertEqual(timedGet(web, "/api/status").status, 200)
+    }
+
     private func pollExit(_ process: Process, timeout: TimeInterval) -> Bool {
         let until = Date().addingTimeInterval(timeout)
         while process.isRunning, Date() < until { usleep(10_000) }

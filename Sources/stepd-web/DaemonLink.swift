@@ -38,11 +38,13 @@ struct DaemonLink: Sendable {
 
     /// Connects, reads the greeting (VERSION, or the ERROR of a daemon that is full), and runs `body` with the
     /// rest of the lines; the connection is closed when `body` returns or throws, or, with `timeoutSeconds`,
-    /// that long after the connection was made (then `DaemonError.timedOut` is thrown).
+    /// that long after the connection was made unless `body` called `settled` first (then `DaemonError.timedOut`
+    /// is thrown).
     func withConnection<Result: Sendable>(
         timeoutSeconds: Int64? = nil,
         _ body: (_ lines: inout NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator,
-                 _ outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, _ path: String) async throws -> Result
+                 _ outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, _ path: String,
+                 _ settled: @Sendable () -> Void) async throws -> Result
     ) async throws -> Result {
         let path = socketPath
         let channel: Lines
@@ -68,6 +70,7 @@ struct DaemonLink: Sendable {
             }
         }
         defer { deadline?.cancel() }
+        let settled: @Sendable () -> Void = { deadline?.cancel() }
         do {
             return try await channel.executeThenClose { inbound, outbound in
                 var lines = inbound.makeAsyncIterator()
@@ -75,7 +78,7 @@ struct DaemonLink: Sendable {
                 if let error = try? JSONDecoder().decode(ErrorMessage.self, from: greeting), error.class == "ERROR" {
                     throw DaemonError.closed(path: path, message: error.message)
                 }
-                return try await body(&lines, outbound, path)
+                return try await body(&lines, outbound, path, settled)
             }
         } catch {
             if let timeoutSeconds, expired.fired { throw DaemonError.timedOut(path: path, seconds: timeoutSeconds) }
@@ -88,7 +91,7 @@ struct DaemonLink: Sendable {
         var request = fields
         request["id"] = .integer(1)
         let line = try Self.line(request)
-        return try await withConnection(timeoutSeconds: WebLimits.daemonReplySeconds) { lines, outbound, path in
+        return try await withConnection(timeoutSeconds: WebLimits.daemonReplySeconds) { lines, outbound, path, _ in
             try await outbound.write(line)
             // This connection watches nothing, so no event comes; still, match on the id as a client must. An ERROR
             // without an id (a line the daemon discarded unread, too long for it) can only be about the one request

@@ -117,12 +117,14 @@ actor EventHub {
             "classes": .array(Self.watchedClasses.map { .string($0.rawValue) }),
             "rate_hz": .number(motionRateHz),
         ])
-        try await link.withConnection { lines, outbound, path in
+        // The greeting and the WATCH reply within WebLimits.daemonReplySeconds; the events then come when they do.
+        try await link.withConnection(timeoutSeconds: WebLimits.daemonReplySeconds) { lines, outbound, path, settled in
             try await outbound.write(request)
             guard let reply = try await lines.next() else { throw DaemonError.closed(path: path, message: nil) }
             if let error = try? JSONDecoder().decode(ErrorMessage.self, from: reply), error.class == "ERROR" {
                 throw DaemonError.refused(message: error.message)
             }
+            settled()
             noteLink(connected: true, error: nil)
             while let line = try await lines.next() {
                 broadcast(Self.dataFrame(line))

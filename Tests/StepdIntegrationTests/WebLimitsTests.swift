@@ -98,7 +98,8 @@ final class WebLimitsTests: XCTestCase {
     /// does for a line it discards (an ERROR without an id, docs/protocol.md "Limits") gets its request answered
     /// 400 with that message, and one that never answers gets 504 after WebLimits.daemonReplySeconds; either way
     /// the connection to it is closed. (A peer, not the daemon: stepd-web's own checks keep every line it sends
-    /// well under the daemon's 4096 bytes, and the daemon does not hang.) ~11 s.
+    /// well under the daemon's 4096 bytes, and the daemon does not hang.) The event stream's watch, unanswered, is
+    /// given up after the same 10 s and the page told. ~21 s.
     func testAnErrorWithoutIdAnswersTheRequestAndASilentDaemonTimesOut() throws {
         let directory = try TemporaryDirectory()
         let peer = try ProtocolPeer(path: directory.file("peer.sock"))
@@ -117,6 +118,16 @@ final class WebLimitsTests: XCTestCase {
         XCTAssertLessThan(silent.seconds, 12)
         try pollUntil("the peer's connection closed", timeout: 2, every: 0.05, detail: "\(peer.open) open") { peer.open == 0 }
         XCTAssertEqual(peer.accepted, 2)
+
+        // The event stream's watch gets the same 10 s for its WATCH reply: the page is told, and stepd-web tries
+        // again rather than waiting on that connection for good.
+        let events = try SSEClient(port: web.port)
+        defer { events.close() }
+        let started = Date()
+        let frame = try events.frame(containing: "did not answer within 10 s", timeout: 20)
+        XCTAssertTrue(frame.hasPrefix("event: link\ndata: {") && frame.contains("\"connected\":false"), frame)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 12)
+        try pollUntil("the watch's connection closed", timeout: 2, every: 0.05, detail: "\(peer.open) open") { peer.open <= 1 }
     }
 
     /// SIGTERM while clients hold event streams (read, and never read), pipeline a file without reading, send a
@@ -191,6 +202,45 @@ final class WebLimitsTests: XCTestCase {
         while process.isRunning, Date() < until { usleep(10_000) }
         return !process.isRunning
     }
+}
+
+/// A raw HTTP client of `/api/events`: the frames as they come.
+final class SSEClient {
+    private let fd: Int32
+    private var text = ""
+
+    init(port: Int) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw NSError(domain: "SSEClient", code: Int(errno)) }
+        let request = Array("GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n".utf8)
+        _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+    }
+
+    /// The first frame (text up to a blank line) that contains `needle`.
+    func frame(containing needle: String, timeout: TimeInterval) throws -> String {
+        let until = Date().addingTimeInterval(timeout)
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while Date() < until {
+            if let found = text.components(separatedBy: "\n\n").first(where: { $0.contains(needle) }) {
+                return String(found[(found.range(of: "event:")?.lowerBound ?? found.startIndex)...])
+            }
+            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, 200) > 0 else { continue }
+            let count = recv(fd, &buffer, buffer.count, 0)
+            if count <= 0 { break }
+            text += String(decoding: buffer[0..<count], as: UTF8.self)
+        }
+        throw NSError(domain: "SSEClient", code: 1, userInfo: [NSLocalizedDescriptionKey: "no frame with \(needle) in: \(text.suffix(1000))"])
+    }
+
+    func close() { Foundation.close(fd) }
 }
 
 extension FileHandle {

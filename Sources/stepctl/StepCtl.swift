@@ -70,10 +70,9 @@ struct ConnectionOptions: ParsableArguments {
     }
 }
 
-/// Prints one line to stdout and flushes, so pipes see it at once.
+/// Prints one line to stdout and flushes, so pipes see it at once (Output: a closed pipe ends stepctl quietly).
 func emit(_ line: String) {
-    print(line)
-    fflush(stdout)
+    Output.write(line + "\n")
 }
 
 /// "12.3", or "-" for a number the daemon did not send.
@@ -86,7 +85,7 @@ func number(_ value: Double?, decimals: Int = 1) -> String {
 /// table in stepctl(1): 69 no daemon or connection closed, 77 permission refused, 1 any other ERROR.
 func exitOnError<T>(_ body: () throws -> T) throws -> T {
     do { return try body() } catch let error as ClientError {
-        FileHandle.standardError.write(Data("stepctl: \(error)\n".utf8))
+        Output.error("stepctl: \(error)\n")
         throw ExitCode(error.exitStatus.rawValue)
     }
 }

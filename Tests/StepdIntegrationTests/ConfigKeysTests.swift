@@ -308,7 +308,9 @@ final class ConfigKeysTests: XCTestCase {
         let directory = try TemporaryDirectory()
         let socket = directory.file("crlf.sock")
         let config = directory.file("stepd.conf")
-        try ["# saved on Windows", "socket = \(socket)", "state_dir = \(directory.file("state"))", "detector = threshold",
+        // No comment first: read as one line, the file would be one comment and the daemon would start with the
+        // defaults (/run/stepd, /var/lib/stepd); this way it is refused instead.
+        try ["detector = threshold", "socket = \(socket)", "state_dir = \(directory.file("state"))", "# saved on Windows",
              "replay = \(Binaries.bundledRecording)", "height = 1.90", "log_level = debug", ""]
             .joined(separator: "\r\n").write(toFile: config, atomically: true, encoding: .utf8)
         let log = directory.file("crlf.log")

@@ -9,12 +9,10 @@ import StepProtocol
 enum Output {
     /// Writes `text` and flushes, so that a pipe sees it at once; never returns when the write fails.
     static func write(_ text: String) {
-        var bytes = Array(text.utf8)
-        let written = bytes.withUnsafeMutableBytes { raw in fwrite(raw.baseAddress, 1, raw.count, stdout) }
-        let code = errno
-        if written < bytes.count { failed(code) }
+        let bytes = Array(text.utf8)
+        let written = bytes.withUnsafeBytes { raw in fwrite(raw.baseAddress, 1, raw.count, stdout) }
+        if written < bytes.count { failed(errno) }
         if fflush(stdout) != 0 { failed(errno) }
-        bytes.removeAll()
     }
 
     /// A message on standard error; one that cannot be written there is lost, never a trap.

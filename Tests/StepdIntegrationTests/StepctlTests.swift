@@ -137,6 +137,22 @@ final class StepctlTests: XCTestCase {
         XCTAssertEqual(result.stderr, "stepctl: cannot write to standard output: No space left on device\n")
     }
 
+    /// A 100 KB argument is refused in one short line (64), not repeated whole; a socket path beyond sun_path
+    /// says its limit.
+    func testOverlongArgumentsAreRefusedInOneLine() throws {
+        let long = String(repeating: "x", count: 100_000)
+        for arguments in [["--socket", long, "status"], ["graph", "--rate", long], ["history", "--since=" + long]] {
+            let result = try stepctl(arguments)
+            XCTAssertEqual(result.status, 64, String(result.stderr.prefix(200)))
+            XCTAssertTrue(result.stderr.contains("expected at most 4095 bytes"), String(result.stderr.prefix(200)))
+            XCTAssertLessThan(result.stderr.utf8.count, 300)
+        }
+        let result = try stepctl(["--socket", "/tmp/" + String(repeating: "s", count: 200), "status"])
+        XCTAssertEqual(result.status, 69, result.stderr)
+        XCTAssertTrue(result.stderr.contains("the path is 205 bytes; a Unix socket's address holds at most 107"), result.stderr)
+        XCTAssertLessThan(result.stderr.utf8.count, 300)
+    }
+
     /// Runs stepctl until it has printed `count` lines, then stops it.
     private func firstLines(of arguments: [String], count: Int, timeout: TimeInterval = 30) throws -> [String] {
         let process = Process()

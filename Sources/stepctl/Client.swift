@@ -48,7 +48,9 @@ final class Client {
         address.sun_family = sa_family_t(AF_UNIX)
         guard path.utf8.count < MemoryLayout.size(ofValue: address.sun_path) else {
             close(fd)
-            throw ClientError.cannotConnect(path: path, reason: "path too long")
+            let limit = MemoryLayout.size(ofValue: address.sun_path) - 1
+            throw ClientError.cannotConnect(path: path.count > 80 ? String(path.prefix(80)) + "…" : path,
+                                            reason: "the path is \(path.utf8.count) bytes; a Unix socket's address holds at most \(limit)")
         }
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             raw.copyBytes(from: path.utf8)

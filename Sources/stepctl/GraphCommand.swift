@@ -22,8 +22,8 @@ struct Graph: ParsableCommand {
 
     func run() throws {
         if !options.json, isatty(STDOUT_FILENO) == 0 {
-            FileHandle.standardError.write(Data(("stepctl: graph draws on a terminal, and standard output is not one; "
-                + "use `stepctl graph --json` for MOTION as JSON lines, or `stepctl watch --classes MOTION`\n").utf8))
+            Output.error(("stepctl: graph draws on a terminal, and standard output is not one; "
+                + "use `stepctl graph --json` for MOTION as JSON lines, or `stepctl watch --classes MOTION`\n"))
             throw ExitCode(ExitStatus.usage.rawValue)
         }
         let client = try exitOnError { try options.connect() }
@@ -56,7 +56,7 @@ struct Graph: ParsableCommand {
                 guard let raw = try? client.readLine() else {
                     DispatchQueue.main.async {
                         Terminal.leave()
-                        FileHandle.standardError.write(Data("stepctl: the daemon closed the connection\n".utf8))
+                        Output.error("stepctl: the daemon closed the connection\n")
                         Foundation.exit(ExitStatus.unavailable.rawValue)
                     }
                     return
@@ -176,7 +176,5 @@ enum Terminal {
     static func enter() { write("\u{1B}[?1049h\u{1B}[?25l\u{1B}[2J") }
     static func leave() { write("\u{1B}[?25h\u{1B}[?1049l") }
     static func draw(_ lines: [String]) { write("\u{1B}[H" + lines.joined(separator: "\r\n")) }
-    private static func write(_ s: String) {
-        FileHandle.standardOutput.write(Data(s.utf8))
-    }
+    private static func write(_ s: String) { Output.write(s) }
 }

@@ -64,8 +64,7 @@ struct Track: ParsableCommand {
         if options.json { return emit(String(decoding: raw, as: UTF8.self)) }
         if gpx || geojson {
             // The document itself, unchanged, so that it can be redirected to a file.
-            FileHandle.standardOutput.write(Data(track.document.utf8))
-            if format == .geojson { FileHandle.standardOutput.write(Data("\n".utf8)) }
+            Output.write(format == .geojson ? track.document + "\n" : track.document)
             return
         }
         emit("\(number(track.distance_m)) m over \(track.points) points, \(track.start ?? "-") to \(track.end ?? "-")")

@@ -301,4 +301,68 @@ final class ConfigKeysTests: XCTestCase {
         let slow = try clients[0].request(["cmd": "status"])
         XCTAssertEqual(gps(slow)["connections"] as? Int, 0, "gps_retry_s = 30 retried early: \(gps(slow))")
     }
+
+    /// A stepd.conf saved with CRLF line ends starts the daemon as the same file with LF would: the socket
+    /// and every other value read without the \r.
+    func testAFileWithCRLFLineEndsIsRead() throws {
+        let directory = try TemporaryDirectory()
+        let socket = directory.file("crlf.sock")
+        let config = directory.file("stepd.conf")
+        // No comment first: read as one line, the file would be one comment and the daemon would start with the
+        // defaults (/run/stepd, /var/lib/stepd); this way it is refused instead.
+        try ["detector = threshold", "socket = \(socket)", "state_dir = \(directory.file("state"))", "# saved on Windows",
+             "replay = \(Binaries.bundledRecording)", "height = 1.90", "log_level = debug", ""]
+            .joined(separator: "\r\n").write(toFile: config, atomically: true, encoding: .utf8)
+        let log = directory.file("crlf.log")
+        FileManager.default.createFile(atPath: log, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Binaries.stepd)
+        process.arguments = ["--config", config]
+        process.standardOutput = FileHandle(forWritingAtPath: log)
+        process.standardError = process.standardOutput
+        try process.run()
+        defer { stop(process) }
+        let client = try connect(socket, process: process, log: log)
+        let status = try client.request(["cmd": "status"])
+        XCTAssertEqual(status["detector"] as? String, "threshold")
+        XCTAssertTrue(((status["store"] as? [String: Any])?["path"] as? String ?? "").hasPrefix(directory.file("state") + "/"), "\(status)")
+        XCTAssertEqual(try client.request(["cmd": "steps"])["stride_m"] as? Double ?? 0, 0.414 * 1.90, accuracy: 0.001)
+    }
+
+    /// Malformed gpsd addresses and values longer than their documented maximum are refused at start with the
+    /// file's line (78) or as a bad command line (64), in one readable line; none is tried for ever.
+    func testMalformedAddressesAndOverlongValuesAreRefusedAtStart() throws {
+        let directory = try TemporaryDirectory()
+        let base = ["--state-dir", directory.file("state")]
+        func stepd(_ arguments: [String]) throws -> CommandResult {
+            try runCommand(Binaries.stepd, arguments, timeout: 15)
+        }
+        let long = String(repeating: "x", count: 100_000)
+        let cases: [(key: String, value: String, says: String)] = [
+            ("gpsd", "[::1", "no ] closes the IPv6 address"), ("gpsd", "[::1]x", "after ] comes :PORT"),
+            ("gpsd", "host:", "the port after the colon is missing"), ("gpsd", ":2947", "the host before the colon is missing"),
+            ("gpsd", "host:99999", "from 1 to 65535"), ("gpsd", "host:80:extra", "more than one colon"),
+            ("gpsd", "\"\"", "it is empty"),
+            ("device", long, "at most 4095 bytes"), ("mqtt_topic_prefix", long, "at most 4095 bytes"),
+            ("replay", long, "at most 4095 bytes"), ("socket", "/tmp/" + String(repeating: "s", count: 120), "at most 107 bytes"),
+        ]
+        for (index, item) in cases.enumerated() {
+            let config = directory.file("bad-\(index).conf")
+            var lines = ["# a bad value on line 3", "log_level = info", "\(item.key) = \(item.value)"]
+            if item.key != "socket" { lines.append("socket = \(directory.file("s.sock"))") }
+            try lines.joined(separator: "\n").write(toFile: config, atomically: true, encoding: .utf8)
+            let fromFile = try stepd(["--config", config] + base)
+            XCTAssertEqual(fromFile.status, 78, "\(item.key) = \(item.value.prefix(40)): \(fromFile.stderr.prefix(300))")
+            XCTAssertTrue(fromFile.stderr.contains("\(config):3: key \"\(item.key)\": expected") && fromFile.stderr.contains(item.says),
+                          String(fromFile.stderr.prefix(400)))
+            XCTAssertLessThan(fromFile.stderr.utf8.count, 1000, "one readable line")
+            let value = item.value == "\"\"" ? "" : item.value
+            var arguments = ["--replay", Binaries.bundledRecording, "--\(item.key.replacingOccurrences(of: "_", with: "-"))", value] + base
+            if item.key != "socket" { arguments += ["--socket", directory.file("s.sock")] }
+            let flag = try stepd(arguments)
+            XCTAssertEqual(flag.status, 64, "--\(item.key) \(item.value.prefix(40)): \(flag.stderr.prefix(300))")
+            XCTAssertTrue(flag.stderr.contains(item.says), String(flag.stderr.prefix(400)))
+            XCTAssertLessThan(flag.stderr.utf8.count, 2000, "a short message, not the value")
+        }
+    }
 }

@@ -8,8 +8,10 @@ import StepProcessing
 /// tests fail when any of them differs.
 public struct ConfigOption: Sendable {
     public enum Kind: Sendable {
-        /// A path or a name: any text without NUL.
+        /// A path or a name: any text without NUL, at most `maximumTextBytes`.
         case path
+        /// The path of a Unix socket: a path that fits `sockaddr_un` (at most `maximumSocketPathBytes`).
+        case socketPath
         case choice([String])
         case integer(ClosedRange<Int>)
         case number(ClosedRange<Double>)
@@ -20,10 +22,26 @@ public struct ConfigOption: Sendable {
         /// (a sysfs or /dev path would match no device, and stepd would wait for it for ever), so no `/`.
         case deviceName
 
+        /// PATH_MAX (4096) less its NUL: no path is longer, and no name, prefix or URL stepd takes needs more.
+        /// A longer value (a megabyte pasted by mistake) is refused rather than carried into every message.
+        public static let maximumTextBytes = 4095
+        /// sun_path holds 108 bytes with its NUL: a longer socket path cannot be bound or connected to.
+        public static let maximumSocketPathBytes = 107
+
+        /// The longest value this kind takes, in UTF-8 bytes; nil for kinds whose values are short by nature.
+        public var maximumBytes: Int? {
+            switch self {
+            case .path, .deviceName, .address: return Self.maximumTextBytes
+            case .socketPath: return Self.maximumSocketPathBytes
+            case .choice, .integer, .number, .flag: return nil
+            }
+        }
+
         /// The typed value of `text`, or nil when it is not of this kind or out of range.
         public func parse(_ text: String) -> ConfigValue? {
+            if let limit = maximumBytes, text.utf8.count > limit { return nil }
             switch self {
-            case .path:
+            case .path, .socketPath:
                 return text.isEmpty || text.contains("\0") ? nil : .string(text)
             case .choice(let choices):
                 return choices.contains(text) ? .string(text) : nil
@@ -50,6 +68,7 @@ public struct ConfigOption: Sendable {
         public var expectation: String {
             switch self {
             case .path: return "a path"
+            case .socketPath: return "a path of at most \(Self.maximumSocketPathBytes) bytes (a Unix socket's limit)"
             case .choice(let choices): return "one of " + choices.joined(separator: ", ")
             case .integer(let r): return "a whole number from \(r.lowerBound) to \(r.upperBound)"
             case .number(let r): return "a number from \(Self.format(r.lowerBound)) to \(Self.format(r.upperBound))"
@@ -57,6 +76,17 @@ public struct ConfigOption: Sendable {
             case .address: return "HOST:PORT"
             case .deviceName: return "an IIO device's name, label or iio:deviceN (not a path)"
             }
+        }
+
+        /// What `text` should have been: `expectation`, or the length limit when that is what it breaks.
+        public func expectation(for text: String) -> String {
+            if let limit = maximumBytes, text.utf8.count > limit { return "at most \(limit) bytes (\(expectation))" }
+            if case .address = self {
+                do { _ = try GPSDAddress(parsing: text) } catch let error as GPSDAddressError {
+                    return "\(expectation) (\(error.reason))"
+                } catch {}
+            }
+            return expectation
         }
 
         public static func format(_ x: Double) -> String {
@@ -108,7 +138,7 @@ public struct ConfigOption: Sendable {
 public struct OptionValueError: Error, CustomStringConvertible {
     public let option: ConfigOption
     public let text: String
-    public var description: String { "expected \(option.kind.expectation), found \"\(text)\"" }
+    public var description: String { "expected \(option.kind.expectation(for: text)), found \(ConfigError.quoted(text))" }
 }
 
 extension ConfigOption {
@@ -129,7 +159,7 @@ extension ConfigOption {
     /// command-line flag `--key-with-dashes`, which wins over the file. Add an option here, then read it
     /// in `stepd run` with `@Option(.named("key")) var key: Type` (see docs/configuration.md, "Adding an option").
     public static let all: [ConfigOption] = [
-        ConfigOption(key: "socket", kind: .path, defaultText: "/run/stepd/stepd.sock",
+        ConfigOption(key: "socket", kind: .socketPath, defaultText: "/run/stepd/stepd.sock",
                      help: "The Unix socket to listen on.", valueName: "path",
                      details: "Under socket activation (`stepd.socket`) the unit's `ListenStream=` decides and this is ignored. Run by hand without root, stepd falls back to `$XDG_RUNTIME_DIR/stepd/stepd.sock`, then `/tmp/stepd-UID/stepd.sock`."),
         ConfigOption(key: "state_dir", kind: .path, defaultText: defaultStateDirectory,

@@ -66,7 +66,10 @@ public final class PeakStepDetector: StepDetector {
         var lowPass: Biquad
         var finder: GaitCycleFinder
         var bout: WalkingBout
-        var gate: WalkingGate?
+        /// Kept as a plain value with a flag, not an optional: binding an optional copies the gate's state.
+        var gate: WalkingGate
+        let gated: Bool
+        let boutEndSeconds: Double
         var lastTime = -Double.infinity
         let restartAfterSeconds: Double
 
@@ -75,7 +78,9 @@ public final class PeakStepDetector: StepDetector {
             lowPass = .lowPass(cutoffHz: configuration.lowPassHz, sampleRateHz: configuration.sampleRateHz)
             finder = GaitCycleFinder(configuration: configuration.cycles, sampleRateHz: configuration.sampleRateHz)
             bout = WalkingBout(configuration: configuration.bout)
-            gate = configuration.gate.map { WalkingGate(configuration: $0, sampleRateHz: configuration.sampleRateHz) }
+            gated = configuration.gate != nil
+            gate = WalkingGate(configuration: configuration.gate ?? .init(), sampleRateHz: configuration.sampleRateHz)
+            boutEndSeconds = gate.configuration.boutEndSeconds
             // The resampler restarts its grid after a gap; more than two missing grid points means a new signal.
             restartAfterSeconds = 2.5 / configuration.sampleRateHz
         }
@@ -89,19 +94,17 @@ public final class PeakStepDetector: StepDetector {
                 lowPass.settle(at: 0)
                 finder.reset()
                 bout.reset()
-                gate?.settle(at: sample.acceleration, magnitude: magnitude)
+                if gated { gate.settle(at: sample.acceleration, magnitude: magnitude) }
             }
             lastTime = sample.time
             let value = lowPass.apply(highPass.apply(magnitude))
-            if gate != nil {
-                gate!.process(sample.acceleration, magnitude: magnitude, band: value, time: sample.time)
-            }
+            if gated { gate.process(sample.acceleration, magnitude: magnitude, band: value, time: sample.time) }
             if let cycle = finder.process(value, time: sample.time) {
-                if let gate { bout.gateOpenSince = gate.isOpen ? gate.openSince : .infinity }
+                if gated { bout.gateOpenSince = gate.isOpen ? gate.openSince : .infinity }
                 bout.take(cycle, steps: &steps)
             }
             bout.advance(to: sample.time, steps: &steps)
-            if let gate, bout.isWalking, !gate.isOpen, sample.time - gate.closedAt > gate.configuration.boutEndSeconds {
+            if gated && bout.isWalking && !gate.isOpen && sample.time - gate.closedAt > boutEndSeconds {
                 bout.abandon()
             }
         }

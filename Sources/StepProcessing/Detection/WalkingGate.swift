@@ -25,7 +25,7 @@ import Foundation
 /// a walk continues through a turn, a stairway or a bag's swing (bout continuity); but once the gate has been
 /// closed for `boutEndSeconds` the bout ends, as the motion is no longer walking.
 ///
-/// Causal, fixed memory, about forty floating-point operations and two square roots per sample.
+/// Causal, fixed memory: seven biquads, nine one-pole averages, two square roots and three divisions per sample.
 public struct WalkingGate: Sendable {
     public struct Configuration: Sendable, Equatable {
         /// The vertical bounce must be at least this share of all motion above 0.8 Hz. Walking: 0.09 or more

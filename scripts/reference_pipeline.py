@@ -79,13 +79,17 @@ def gate_open(uniform, band):
     shock = lfilter(*biquad('high', g['shock_hz']), magnitude - magnitude[0])
     vertical = ema(band ** 2, g['energy_s'])
     motion = ema((high ** 2).sum(axis=1), g['energy_s'])
-    shock_ratio = ema(shock ** 2, g['energy_s']) / (vertical + 1e-9)
+    shock_energy = ema(shock ** 2, g['energy_s'])
     gravity = np.column_stack([ema(uniform[:, i], g['gravity_s'], uniform[0, i]) for i in range(3)])
     direction = gravity / np.linalg.norm(gravity, axis=1, keepdims=True)
     turn = ema(np.r_[0, np.linalg.norm(np.diff(direction, axis=0), axis=1) * RATE_HZ], g['turn_s'])
-    turning = turn / (1 + g['shock_relief'] * shock_ratio)
+    # vertical_slow >= (share + per_turn * turn / (1 + relief * shock / vertical)) * band_slow, multiplied through
+    # by (vertical + relief * shock) > 0, as WalkingGate computes it (no division)
+    v = vertical + 1e-9
+    discounted = v + g['shock_relief'] * shock_energy
     return ((vertical >= g['vertical_share'] * motion)
-            & (ema(band ** 2, g['band_share_s']) >= (g['band_share'] + g['band_share_per_turn'] * turning)
+            & (ema(band ** 2, g['band_share_s']) * discounted
+               >= (g['band_share'] * discounted + g['band_share_per_turn'] * turn * v)
                * ema((in_band ** 2).sum(axis=1), g['band_share_s'])))
 
 

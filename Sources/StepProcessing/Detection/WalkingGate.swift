@@ -25,7 +25,7 @@ import Foundation
 /// a walk continues through a turn, a stairway or a bag's swing (bout continuity); but once the gate has been
 /// closed for `boutEndSeconds` the bout ends, as the motion is no longer walking.
 ///
-/// Causal, fixed memory: seven biquads, nine one-pole averages, two square roots and three divisions per sample.
+/// Causal, fixed memory: seven biquads, nine one-pole averages, two square roots and a division per sample.
 public struct WalkingGate: Sendable {
     public struct Configuration: Sendable, Equatable {
         /// The vertical bounce must be at least this share of all motion above 0.8 Hz. Walking: 0.09 or more
@@ -127,10 +127,13 @@ public struct WalkingGate: Sendable {
         let direction = length > 0 ? gravity * (1 / length) : Vector3.zero
         turnRate += ((direction - lastDirection).magnitude * sampleRateHz - turnRate) * turnRateRate
         lastDirection = direction
-        let shockRatio = shockEnergy / (verticalEnergy + 1e-9)
-        let turning = turnRate / (1 + c.shockRelief * shockRatio)
+        // The band-share test, vertical ≥ (base + perTurn × turnRate / (1 + relief × shock / vertical)) × band,
+        // multiplied through by the positive (vertical + relief × shock): the same test without a division.
+        let bounce = verticalEnergy + 1e-9
+        let discounted = bounce + c.shockRelief * shockEnergy
         let open = verticalEnergy >= c.minimumVerticalShare * motionEnergy
-            && verticalEnergySlow >= (c.minimumBandShare + c.bandSharePerTurnRate * turning) * bandEnergySlow
+            && verticalEnergySlow * discounted
+                >= (c.minimumBandShare * discounted + c.bandSharePerTurnRate * turnRate * bounce) * bandEnergySlow
         isOpen = open
         if open {
             closedAt = .infinity

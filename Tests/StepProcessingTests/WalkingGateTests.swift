@@ -85,6 +85,16 @@ final class WalkingGateTests: XCTestCase {
         XCTAssertEqual(states.filter { $0.time >= 2 && $0.open }.count, 0)
     }
 
+    func testTheDefaultDetectorCountsNoStepsWhileTeethAreBrushedOrHairCombed() {
+        // Issue 27: on the wrist, brushing teeth counted about 105 steps a minute.
+        for samples in [brushingTeeth(seconds: 60), combingHair(seconds: 60)] {
+            let detector = PeakStepDetector(sampleRateHz: rateHz)
+            var steps: [Double] = []
+            for sample in samples { detector.process(sample, steps: &steps) }
+            XCTAssertEqual(steps.count, 0, "the first at \(steps.prefix(3))")
+        }
+    }
+
     func testTheDetectorCountsTheWalkButNotTheHandWork() {
         // Without the gate the detector counts both hand activities at their stroke rate (as it did before the
         // gate: about 105 and 96 steps a minute); with it, none, and the walk's steps are all there.

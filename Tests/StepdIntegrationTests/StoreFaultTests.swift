@@ -143,6 +143,25 @@ final class StoreFaultTests: XCTestCase {
         XCTAssertEqual(again.terminate(), 0)
     }
 
+    /// SIGTERM at once after the file was truncated in place: the stop notices it, sets it aside and saves
+    /// the count in a fresh database, rather than calling a count "saved" in a file that no longer holds it.
+    func testDatabaseTruncatedThenSigtermSavesTheCountInAFreshDatabase() throws {
+        let directory = try TemporaryDirectory()
+        let state = directory.file("state")
+        let daemon = try walking(state: state, directory: directory)
+        try waitForSteps(daemon, above: 10)
+        XCTAssertEqual(truncate(state + "/stepd.sqlite", 0), 0)
+        let counted = try steps(daemon)
+        XCTAssertEqual(daemon.terminate(), 0)
+        let saved = try savedCount(daemon)
+        XCTAssertGreaterThanOrEqual(saved, counted)
+        XCTAssertTrue(daemon.log.contains("truncated by another program"), daemon.log)
+        let again = try Daemon(arguments: ["--replay", try still(in: directory), "--no-gps", "--state-dir", state],
+                               directory: directory, socketName: "again.sock")
+        XCTAssertEqual(try steps(again), saved, "the count goes on after a restart")
+        XCTAssertEqual(again.terminate(), 0)
+    }
+
     /// A board lying still: a restarted daemon adds nothing of its own.
     private func still(in directory: TemporaryDirectory) throws -> String {
         var text = "t,x,y,z\n"

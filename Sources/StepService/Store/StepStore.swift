@@ -169,6 +169,9 @@ public final class StepStore: @unchecked Sendable {
             timer?.cancel()
             timer = nil
             drainInbox()
+            // A file changed since the last commit is set aside even with nothing left to write: the count
+            // is "saved" only in a file the store wrote.
+            checkFile()
             // The last chance to save: a file lost a moment ago has not been reopened yet (the retry waits a
             // reopen interval), and the count would be lost with the process.
             if database == nil, !closed { reopen(waitingForReads: 2) }

@@ -103,6 +103,37 @@ final class StepStoreFaultTests: XCTestCase {
         third.close()
     }
 
+    /// The same, with the stop coming before the store's next attempt to open: the stop tries once more and
+    /// makes the sum itself (the owner's answer would come after the last commit), so the count is saved.
+    func testStopBeforeTheNextReopenStillAddsAndSavesTheCount() throws {
+        var configuration = StepStore.Configuration(directory: directory, stepHoldBackSeconds: Engine().stepHoldBackSeconds)
+        configuration.reopenIntervalSeconds = 3600
+        let since = Date(timeIntervalSince1970: 1_790_000_000)
+        let first = StepStore(configuration: configuration)
+        _ = first.open(fresh: .init(steps: 0, since: since))
+        for i in 1...341 { first.record(.step(count: i, time: Date(), distanceMeters: 0.5)) }
+        XCTAssertEqual(first.close(), .init(steps: 341, since: since))
+
+        let path = configuration.path
+        for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
+            XCTAssertEqual(rename(path + suffix, path + suffix + ".away"), 0)
+        }
+        _ = FileManager.default.createFile(atPath: path, contents: Data(repeating: 0x5A, count: 4096))
+        let second = StepStore(configuration: configuration)
+        let start = Date()
+        XCTAssertEqual(second.open(fresh: .init(steps: 0, since: start)), .init(steps: 0, since: start))
+        second.onSavedCounter = { _ in XCTFail("the owner is not asked during the stop") }
+        second.startCommitting()
+        for i in 1...68 { second.record(.step(count: i, time: Date(), distanceMeters: 0.5)) }
+        for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix + ".away") {
+            XCTAssertEqual(rename(path + suffix + ".away", path + suffix), 0)
+        }
+        XCTAssertEqual(second.close(), .init(steps: 409, since: since))
+        let third = StepStore(configuration: configuration)
+        XCTAssertEqual(third.open(fresh: .init(steps: 0, since: Date())), .init(steps: 409, since: since))
+        third.close()
+    }
+
     /// The pool is closed only when no read holds it: a read running when the store gives the pool up is
     /// interrupted and returns its lease, and only then is the pool closed; a lease still held after the wait
     /// keeps the pool open (and usable by its holder) until it is returned.

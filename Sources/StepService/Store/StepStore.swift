@@ -291,7 +291,8 @@ public final class StepStore: @unchecked Sendable {
             pending.setCounter(current)
         } else if let saved = readCounter() {
             logger.notice("store: adding the \(saved.steps) steps saved since \(saved.since) to the \(current.steps) counted meanwhile")
-            if let onSavedCounter {
+            // At the stop the sum is made here: the owner's answer would come after the last commit.
+            if let onSavedCounter, !stopping.withLockedValue({ $0 }) {
                 onSavedCounter(saved)
             } else {
                 let floors = saved.floors.map { $0 + (current.floors ?? .zero) } ?? current.floors

@@ -1,10 +1,11 @@
 # stepd: `make run` sets up and starts the daemon on the bundled recording (--demo); `make test` sets up and runs every test.
 # `make build` makes the release binaries; `make release-small` the same with the daemon's running code laid out
 # together (Sources/stepd/stepd.order: 23 MB of RSS instead of 29 on the IIO bench, docs/iio.md "Memory").
+# `make deb` makes the Debian package from the release binaries (scripts/make-deb).
 SWIFT ?= swift
 CONFIG ?= release
 
-.PHONY: all setup build release-small run test clean
+.PHONY: all setup build release-small run test clean deb
 
 all: build
 
@@ -29,6 +30,11 @@ test: setup
 
 clean:
 	rm -rf .build
+
+# The Debian package, stepd_<version>_<arch>.deb, from the release build: debian/rules (debhelper), then lintian
+# (scripts/make-deb). The same command on an arm64 board with Swift makes the arm64 package.
+deb: build
+	scripts/make-deb
 
 # Installation: `make build && sudo make install`; packagers add DESTDIR=/path/to/staging.
 # Units, udev rules and sysusers go where systemd looks for a prefix's files ($(PREFIX)/lib/...);
@@ -68,7 +74,7 @@ install:
 	$(INSTALL) -m 0644 udev/81-stepd-no-sensor-proxy.rules.example $(DESTDIR)$(DATADIR)/stepd/
 	$(INSTALL) -m 0644 data/walk-inhand.csv.gz data/README.md $(DESTDIR)$(DATADIR)/stepd/
 	$(INSTALL) -m 0644 docs/man/stepd.8 $(DESTDIR)$(MANDIR)/man8/stepd.8
-	$(INSTALL) -m 0644 docs/man/stepctl.1 $(DESTDIR)$(MANDIR)/man1/stepctl.1
+	$(INSTALL) -m 0644 docs/man/stepctl.1 docs/man/stepd-web.1 $(DESTDIR)$(MANDIR)/man1/
 	$(INSTALL) -m 0644 docs/stepd.conf.example $(DESTDIR)$(SYSCONFDIR)/stepd/stepd.conf.example
 	# An existing stepd.conf is the administrator's: never overwrite it.
 	test -e $(DESTDIR)$(SYSCONFDIR)/stepd/stepd.conf || $(INSTALL) -m 0644 docs/stepd.conf.example $(DESTDIR)$(SYSCONFDIR)/stepd/stepd.conf
@@ -86,7 +92,7 @@ uninstall:
 	rm -f $(DESTDIR)$(DATADIR)/stepd/81-stepd-no-sensor-proxy.rules.example
 	rm -f $(DESTDIR)$(DATADIR)/stepd/walk-inhand.csv.gz $(DESTDIR)$(DATADIR)/stepd/README.md
 	-rmdir $(DESTDIR)$(DATADIR)/stepd
-	rm -f $(DESTDIR)$(MANDIR)/man8/stepd.8 $(DESTDIR)$(MANDIR)/man1/stepctl.1
+	rm -f $(DESTDIR)$(MANDIR)/man8/stepd.8 $(DESTDIR)$(MANDIR)/man1/stepctl.1 $(DESTDIR)$(MANDIR)/man1/stepd-web.1
 	# stepd.conf stays if the administrator changed it; the history in /var/lib/stepd always stays.
 	if cmp -s $(DESTDIR)$(SYSCONFDIR)/stepd/stepd.conf $(DESTDIR)$(SYSCONFDIR)/stepd/stepd.conf.example; then \
 		rm -f $(DESTDIR)$(SYSCONFDIR)/stepd/stepd.conf; fi

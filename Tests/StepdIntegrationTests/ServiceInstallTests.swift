@@ -40,7 +40,7 @@ final class ServiceInstallTests: XCTestCase {
             "/usr/share/stepd-web/charts.js", "/usr/share/stepd-web/map.js", "/usr/share/stepd-web/seismometer.js",
             "/usr/share/stepd/81-stepd-no-sensor-proxy.rules.example",
             "/usr/share/stepd/walk-inhand.csv.gz", "/usr/share/stepd/README.md",
-            "/usr/share/man/man8/stepd.8", "/usr/share/man/man1/stepctl.1",
+            "/usr/share/man/man8/stepd.8", "/usr/share/man/man1/stepctl.1", "/usr/share/man/man1/stepd-web.1",
             "/etc/stepd/stepd.conf", "/etc/stepd/stepd.conf.example",
         ])
         XCTAssertTrue(FileManager.default.isExecutableFile(atPath: destdir + "/usr/bin/stepd"))

@@ -5,6 +5,9 @@
 const $ = (id) => document.getElementById(id);
 const STATUS_EVERY_MS = 2000;
 const DAYS = 30;
+// `?static`: one snapshot, no event stream and no polling, for a screenshot (docs/web.md): an open event
+// stream keeps headless Chromium's --virtual-time-budget from ever running out.
+const SNAPSHOT = new URLSearchParams(location.search).has("static");
 
 async function api(path, options) {
   const response = await fetch(path, options);
@@ -88,13 +91,20 @@ function describeStatus(status) {
   return { problems, fine };
 }
 
+// The daemon down (stopped, restarting, not started yet): the page says it waits for it, and a chart that
+// has nothing to show says so too, instead of empty boxes; what was drawn before stays until it is back.
+function showWaiting(reason) {
+  const line = $("status");
+  line.textContent = reason === "stepd-web not reachable" ? reason : `waiting for stepd${reason ? ` (${reason})` : ""}`;
+  line.classList.add("problem");
+  document.body.classList.add("waiting");
+  for (const id of ["hourly", "daily"]) drawPlaceholder($(id), "waiting for stepd");
+}
+
 function showStatus(status) {
   const line = $("status");
-  if (link.connected === false || !status) {
-    line.textContent = `stepd not reachable${link.error ? `: ${link.error}` : ""}`;
-    line.classList.add("problem");
-    return;
-  }
+  if (link.connected === false || !status) return showWaiting(link.error);
+  document.body.classList.remove("waiting");
   const { problems, fine } = describeStatus(status);
   line.textContent = problems.concat(fine).join(" · ");
   line.classList.toggle("problem", problems.length > 0);
@@ -146,6 +156,10 @@ async function start() {
     refreshSteps(); refreshCharts(); refreshTrack(); refreshVisits(); refreshPosition();
   };
 
+  if (SNAPSHOT) {
+    refreshAll();
+    return pollStatus();
+  }
   const events = new EventSource("/api/events");
   events.addEventListener("link", (event) => {
     const state = JSON.parse(event.data);

@@ -60,12 +60,14 @@ final class WebStatusLineTests: XCTestCase {
         XCTAssertEqual(try page.evaluate("[...document.querySelectorAll('svg.chart')].map((svg) => svg.textContent).join('|')") as? String,
                        "waiting for stepd|waiting for stepd")
         XCTAssertEqual(try page.evaluate("document.body.classList.contains('waiting')") as? Bool, true)
+        XCTAssertEqual(try page.evaluate("document.getElementById('steps').textContent") as? String, "waiting for stepd")
         let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--loop", "--no-gps"], directory: directory)
         defer { daemon.terminate() }
         try page.waitUntil("document.getElementById('status').textContent.includes('GPS off')", timeout: 30, "the daemon's status")
         try page.waitUntil("document.querySelectorAll('svg.chart text.placeholder').length === 0"
                            + " && document.querySelectorAll('#hourly rect.slot').length === 24", timeout: 30, "the charts drawn")
         XCTAssertEqual(try page.evaluate("document.body.classList.contains('waiting')") as? Bool, false)
+        try page.waitUntil("/^[0-9,]+$/.test(document.getElementById('steps').textContent)", "the count")
         XCTAssertEqual(page.dialogs, [], "the page opened a pop-up")
     }
 }

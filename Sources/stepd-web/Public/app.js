@@ -32,8 +32,13 @@ function throttled(task, ms) {
 
 // ---- the pedometer ----
 
+function showCount(count) {
+  $("steps").textContent = count.toLocaleString();
+  $("steps").classList.remove("placeholder");
+}
+
 function showSteps(steps) {
-  $("steps").textContent = steps.steps.toLocaleString();
+  showCount(steps.steps);
   $("since").textContent = `since ${new Date(steps.since).toLocaleString([], { dateStyle: "medium", timeStyle: "short" })}`;
   $("distance").textContent = formatDistance(steps.distance_m);
   $("cadence").textContent = `${Math.round(steps.current_cadence_spm ?? steps.cadence_spm)} /min`;
@@ -98,6 +103,11 @@ function showWaiting(reason) {
   line.textContent = reason === "stepd-web not reachable" ? reason : `waiting for stepd${reason ? ` (${reason})` : ""}`;
   line.classList.add("problem");
   document.body.classList.add("waiting");
+  // A count never received: said in words, not as a huge dash that looks like a black bar.
+  if ($("steps").textContent === "–") {
+    $("steps").textContent = "waiting for stepd";
+    $("steps").classList.add("placeholder");
+  }
   for (const id of ["hourly", "daily"]) drawPlaceholder($(id), "waiting for stepd");
 }
 
@@ -173,7 +183,7 @@ async function start() {
     const message = JSON.parse(event.data);
     switch (message.class) {
       case "STEP":
-        $("steps").textContent = message.steps.toLocaleString();
+        showCount(message.steps);
         refreshSteps(); refreshCharts();
         break;
       case "PEDOMETER": showSteps(message); break;

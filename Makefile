@@ -21,8 +21,10 @@ release-small: setup
 
 # A live step count at once: the bundled real recording as a demo (its history is thrown away at exit).
 # A board's real accelerometer: `.build/release/stepd` without --demo, or the installed service.
+# stepctl is not on PATH in a checkout: the daemon's "try stepctl ..." line names the one beside it.
 run: build
-	.build/$(CONFIG)/stepd --demo $(ARGS)
+	.build/$(CONFIG)/stepd --demo $(ARGS) | sed -u 's|try   stepctl |try   .build/$(CONFIG)/stepctl |'
+
 
 # Everything: unit tests, integration tests against the real binaries, libiio, gpsd (and QEMU when present).
 test: setup

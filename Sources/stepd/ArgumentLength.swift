@@ -24,6 +24,7 @@ extension Stepd {
             _ = message.withCString { fputs($0, stderr) }
             Foundation.exit(ExitStatus.usage.rawValue)
         }
+        if let help = topLevelHelp(arguments) { return print(help) }
         main(nil)
     }
 }

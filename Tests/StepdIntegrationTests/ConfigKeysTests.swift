@@ -365,4 +365,24 @@ final class ConfigKeysTests: XCTestCase {
             XCTAssertLessThan(flag.stderr.utf8.count, 2000, "a short message, not the value")
         }
     }
+
+    /// A mistyped key gets the known key it is nearest to, as a mistyped flag does on the command line; one
+    /// near nothing gets the list.
+    func testAMistypedKeyGetsTheNearestKnownOne() throws {
+        let directory = try TemporaryDirectory()
+        for (typed, meant) in [("retension_days", "retention_days"), ("max-clients", "max_clients"),
+                               ("retention", "retention_days"), ("loglevel", "log_level")] {
+            let (process, _, log) = try start([typed: "4", "replay": Binaries.bundledRecording], directory: directory)
+            process.waitUntilExit()
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            XCTAssertEqual(process.terminationStatus, 78, text)
+            XCTAssertTrue(text.contains("unknown key \"\(typed)\"; did you mean \"\(meant)\"?"), text)
+        }
+        let (process, _, log) = try start(["colour": "blue", "replay": Binaries.bundledRecording], directory: directory)
+        process.waitUntilExit()
+        let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        XCTAssertEqual(process.terminationStatus, 78, text)
+        XCTAssertTrue(text.contains("unknown key \"colour\"; known keys: socket, "), text)
+        XCTAssertFalse(text.contains("did you mean"), text)
+    }
 }

@@ -46,4 +46,28 @@ final class WebStatusLineTests: XCTestCase {
         XCTAssertEqual(try page.evaluate("document.getElementById('status').classList.contains('problem')") as? Bool, false)
         XCTAssertEqual(page.dialogs, [], "the page opened a pop-up")
     }
+
+    /// The daemon down when the page opens (stopped, restarting, not started yet): the page says it waits for
+    /// stepd, in the status line and in the empty charts, and fills in by itself once the daemon is there.
+    func testThePageWaitsForStepdAndFillsInWhenItStarts() throws {
+        let directory = try TemporaryDirectory()
+        let socket = directory.file("stepd.sock")
+        let page = try DashboardPage(socket: socket, directory: directory)
+        defer { page.stop() }
+        try page.waitUntil("document.getElementById('status').textContent.startsWith('waiting for stepd')", "the waiting status")
+        XCTAssertEqual(try page.evaluate("document.getElementById('status').classList.contains('problem')") as? Bool, true)
+        try page.waitUntil("document.querySelectorAll('svg.chart text.placeholder').length === 2", "both charts waiting")
+        XCTAssertEqual(try page.evaluate("[...document.querySelectorAll('svg.chart')].map((svg) => svg.textContent).join('|')") as? String,
+                       "waiting for stepd|waiting for stepd")
+        XCTAssertEqual(try page.evaluate("document.body.classList.contains('waiting')") as? Bool, true)
+        XCTAssertEqual(try page.evaluate("document.getElementById('steps').textContent") as? String, "waiting for stepd")
+        let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--loop", "--no-gps"], directory: directory)
+        defer { daemon.terminate() }
+        try page.waitUntil("document.getElementById('status').textContent.includes('GPS off')", timeout: 30, "the daemon's status")
+        try page.waitUntil("document.querySelectorAll('svg.chart text.placeholder').length === 0"
+                           + " && document.querySelectorAll('#hourly rect.slot').length === 24", timeout: 30, "the charts drawn")
+        XCTAssertEqual(try page.evaluate("document.body.classList.contains('waiting')") as? Bool, false)
+        try page.waitUntil("/^[0-9,]+$/.test(document.getElementById('steps').textContent)", "the count")
+        XCTAssertEqual(page.dialogs, [], "the page opened a pop-up")
+    }
 }

@@ -20,12 +20,43 @@ public enum ConfigError: Error, Equatable, CustomStringConvertible {
         case .notKeyValue(let file, let line, let text):
             return "\(file):\(line): expected \"key = value\" or a # comment, found \(quoted(text))"
         case .unknownKey(let file, let line, let key, let known):
+            if let near = ConfigError.nearest(to: key, in: known) {
+                return "\(file):\(line): unknown key \(quoted(key)); did you mean \"\(near)\"?"
+            }
             return "\(file):\(line): unknown key \(quoted(key)); known keys: \(known.joined(separator: ", "))"
         case .badValue(let file, let line, let key, let value, let expected):
             return "\(file):\(line): key \"\(key)\": expected \(expected), found \(quoted(value))"
         case .duplicateKey(let file, let line, let key, let first):
             return "\(file):\(line): key \"\(key)\" is already set on line \(first)"
         }
+    }
+
+    /// The known key a mistyped one most likely meant, as the command line's "Did you mean" does: the flag's
+    /// spelling (`max-clients`), a letter or two off (`retenion_days`), or the start of one (`retention`).
+    /// Nil when none is near: a guess that is far off would mislead more than the list of keys.
+    public static func nearest(to key: String, in known: [String]) -> String? {
+        let typed = key.lowercased().replacingOccurrences(of: "-", with: "_")
+        guard typed.count <= 64 else { return nil }
+        if let same = known.first(where: { $0 == typed }) { return same }
+        let allowed = typed.count <= 4 ? 1 : 2
+        let scored = known.map { (key: $0, distance: editDistance(typed, $0)) }.filter { $0.distance <= allowed }
+        if let best = scored.min(by: { $0.distance < $1.distance }) { return best.key }
+        let extended = known.filter { typed.count >= 4 && $0.hasPrefix(typed) }
+        return extended.count == 1 ? extended[0] : nil
+    }
+
+    /// Levenshtein distance: insertions, deletions and substitutions of one character each.
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        var previous = Array(0...b.count)
+        for i in stride(from: 1, through: a.count, by: 1) {
+            var current = [i] + Array(repeating: 0, count: b.count)
+            for j in stride(from: 1, through: b.count, by: 1) {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            previous = current
+        }
+        return previous[b.count]
     }
 
     /// A value as a message shows it, in double quotes: control characters escaped (`\r`, `\t`, `\u{1B}`), so

@@ -5,6 +5,9 @@
 const $ = (id) => document.getElementById(id);
 const STATUS_EVERY_MS = 2000;
 const DAYS = 30;
+// `?static`: one snapshot, no event stream and no polling, for a screenshot (docs/web.md): an open event
+// stream keeps headless Chromium's --virtual-time-budget from ever running out.
+const SNAPSHOT = new URLSearchParams(location.search).has("static");
 
 async function api(path, options) {
   const response = await fetch(path, options);
@@ -29,8 +32,13 @@ function throttled(task, ms) {
 
 // ---- the pedometer ----
 
+function showCount(count) {
+  $("steps").textContent = count.toLocaleString();
+  $("steps").classList.remove("placeholder");
+}
+
 function showSteps(steps) {
-  $("steps").textContent = steps.steps.toLocaleString();
+  showCount(steps.steps);
   $("since").textContent = `since ${new Date(steps.since).toLocaleString([], { dateStyle: "medium", timeStyle: "short" })}`;
   $("distance").textContent = formatDistance(steps.distance_m);
   $("cadence").textContent = `${Math.round(steps.current_cadence_spm ?? steps.cadence_spm)} /min`;
@@ -88,13 +96,25 @@ function describeStatus(status) {
   return { problems, fine };
 }
 
+// The daemon down (stopped, restarting, not started yet): the page says it waits for it, and a chart that
+// has nothing to show says so too, instead of empty boxes; what was drawn before stays until it is back.
+function showWaiting(reason) {
+  const line = $("status");
+  line.textContent = reason === "stepd-web not reachable" ? reason : `waiting for stepd${reason ? ` (${reason})` : ""}`;
+  line.classList.add("problem");
+  document.body.classList.add("waiting");
+  // A count never received: said in words, not as a huge dash that looks like a black bar.
+  if ($("steps").textContent === "–") {
+    $("steps").textContent = "waiting for stepd";
+    $("steps").classList.add("placeholder");
+  }
+  for (const id of ["hourly", "daily"]) drawPlaceholder($(id), "waiting for stepd");
+}
+
 function showStatus(status) {
   const line = $("status");
-  if (link.connected === false || !status) {
-    line.textContent = `stepd not reachable${link.error ? `: ${link.error}` : ""}`;
-    line.classList.add("problem");
-    return;
-  }
+  if (link.connected === false || !status) return showWaiting(link.error);
+  document.body.classList.remove("waiting");
   const { problems, fine } = describeStatus(status);
   line.textContent = problems.concat(fine).join(" · ");
   line.classList.toggle("problem", problems.length > 0);
@@ -146,6 +166,10 @@ async function start() {
     refreshSteps(); refreshCharts(); refreshTrack(); refreshVisits(); refreshPosition();
   };
 
+  if (SNAPSHOT) {
+    refreshAll();
+    return pollStatus();
+  }
   const events = new EventSource("/api/events");
   events.addEventListener("link", (event) => {
     const state = JSON.parse(event.data);
@@ -159,7 +183,7 @@ async function start() {
     const message = JSON.parse(event.data);
     switch (message.class) {
       case "STEP":
-        $("steps").textContent = message.steps.toLocaleString();
+        showCount(message.steps);
         refreshSteps(); refreshCharts();
         break;
       case "PEDOMETER": showSteps(message); break;

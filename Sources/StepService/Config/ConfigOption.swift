@@ -232,7 +232,7 @@ extension ConfigOption {
         ConfigOption(key: "mqtt_url", kind: .path, defaultText: "(none: MQTT off)",
                      help: "Publish to this MQTT broker: mqtt://HOST[:PORT] (1883) or mqtts://HOST[:PORT] (TLS, 8883).",
                      valueName: "url",
-                     details: "The switch that turns publishing on; see [fleet.md](fleet.md) for the topics and payloads. Minute bins and visits wait in the history database until the broker acknowledges them.",
+                     details: "The switch that turns publishing on; see [fleet.md](fleet.md) for the topics and payloads. Minute bins and visits wait in the history database until the broker acknowledges them. A broker that is down or unreachable, at start or later, is tried again 1 s later, then twice as long each time up to 30 s; STATUS's `mqtt.error` says why it waits and when it tries next.",
                      example: "mqtt://broker.local:1883"),
         ConfigOption(key: "mqtt_device_id", kind: .path, defaultText: "(the machine id)",
                      help: "This device's name in topics and keys: letters, digits, - and _.", valueName: "id",

@@ -175,7 +175,7 @@ extension ConfigOption {
                      help: "Connection slots kept for root, the daemon's user and the admin group.", valueName: "n",
                      details: "A small `max_clients` shrinks this and `max_clients_per_user` rather than being refused."),
         ConfigOption(key: "max_requests_in_flight", kind: .integer(1...1024), defaultText: "16",
-                     help: "Requests a connection may have waiting behind unread replies; a client past it is closed.",
+                     help: "Requests a connection may have waiting behind unread replies; a client past it that reads nothing for 3 s is closed.",
                      valueName: "n"),
         ConfigOption(key: "max_unsent_kib", kind: .integer(1...1_048_576), defaultText: "64",
                      help: "A watcher that leaves more than this many KiB unread is dropped; no reply starts while a client leaves that much unread.",

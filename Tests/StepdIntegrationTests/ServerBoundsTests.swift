@@ -1,0 +1,166 @@
+import Foundation
+import XCTest
+
+/// What the socket server owes every client whatever the others do (issue 25): a reply bounded in memory for a
+/// client that does not read, an ERROR with its id for every request, every reply for a client that pipelines
+/// while it reads, and service during a connection flood.
+final class ServerBoundsTests: XCTestCase {
+    private var isRelease: Bool { Binaries.productsDirectory.path.contains("release") }
+
+    /// 30 connections ask for a day's track as GPX (86,400 points, 12 MB) and never read a byte: the document
+    /// goes out a piece at a time as a client reads, so the daemon holds at most its 64 KiB of unsent output
+    /// for each (before: each got its whole 12 MB line, 96 such clients took 1.23 GB). They are closed once
+    /// they have read nothing for 3 s. A reading client still gets the whole document, and status meanwhile.
+    func testThirtyNeverReadingExportsOfADaysTrackStayUnder80MB() throws {
+        let directory = try TemporaryDirectory()
+        let state = directory.file("state")
+        try Self.createDatabase(state: state, directory: directory)
+        try Self.fill(state: state, """
+            rows = ((now - 86400 + i, 48.1 + (i % 600) * 1e-5, 11.5 + i * 1e-5, 520.0, 4.0, "3d", 9) for i in range(86400))
+            db.executemany("INSERT INTO track_point VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+            """)
+        let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--loop", "--no-gps", "--state-dir", state],
+                                directory: directory)
+        let pid = daemon.process.processIdentifier
+        let observer = try daemon.connect()
+        _ = try observer.request(["cmd": "status"])
+        let baseline = ProcStatus.residentBytes(of: pid)
+
+        var silent: [Int32] = []
+        defer { silent.forEach { Glibc.close($0) } }
+        for i in 0..<30 {
+            let fd = try Self.connectNeverReading(daemon.socketPath)
+            silent.append(fd)
+            let request = Array("{\"cmd\":\"track\",\"format\":\"gpx\",\"id\":\(i)}\n".utf8)
+            XCTAssertEqual(send(fd, request, request.count, Int32(MSG_NOSIGNAL)), request.count)
+        }
+        var peak = baseline, slowest = 0.0
+        let until = Date().addingTimeInterval(5)
+        var asked = 0
+        while Date() < until {
+            let started = Date()
+            XCTAssertEqual(try observer.request(["cmd": "status", "id": asked])["id"] as? Int, asked)
+            slowest = max(slowest, Date().timeIntervalSince(started))
+            asked += 1
+            peak = max(peak, ProcStatus.residentBytes(of: pid))
+            usleep(50_000)
+        }
+        // A client that reads gets the whole day, meanwhile and after.
+        let reader = try SocketClient(path: daemon.socketPath, receiveTimeout: 60)
+        try reader.sendLine(#"{"cmd":"track","format":"gpx","id":"whole"}"#)
+        let track = try reader.readObject()
+        peak = max(peak, ProcStatus.residentBytes(of: pid))
+        print("30 never-reading GPX exports of 86,400 points: RSS \(baseline >> 20) MB before, peak \(peak >> 20) MB; "
+              + "\(asked) status answers, slowest \(Int(slowest * 1000)) ms")
+        XCTAssertEqual(track["id"] as? String, "whole")
+        XCTAssertEqual(track["points"] as? Int, 86_400)
+        let document = track["document"] as? String ?? ""
+        XCTAssertGreaterThan(document.utf8.count, 10_000_000)
+        XCTAssert(document.hasPrefix("<?xml") && document.hasSuffix("</gpx>\n"), String(document.suffix(100)))
+        XCTAssertEqual(document.components(separatedBy: "<trkpt ").count - 1, 86_400)
+        XCTAssertLessThan(peak - baseline, 40 << 20, "RSS rose from \(baseline >> 20) MB to \(peak >> 20) MB")
+        if isRelease { XCTAssertLessThan(peak, 80 << 20) }
+        XCTAssertLessThan(slowest, isRelease ? 0.1 : 1)
+        let status = try daemon.waitUntil(timeout: 20, "the silent exporters to be closed") { ($0["closed_clients"] as? Int ?? 0) >= 30 }
+        XCTAssertEqual(status["closed_clients"] as? Int, 30)
+        XCTAssert(daemon.log.contains("a document is being sent and none of it was read for 3 s"), daemon.log)
+    }
+
+    /// docs/protocol.md: a client may pipeline as many requests as it likes provided it reads the replies.
+    /// 200 `status` in one write, then read: every reply, in order (before: closed after 31, ECONNRESET).
+    func testTwoHundredPipelinedStatusRequestsInOneWriteAreAllAnsweredToAReader() throws {
+        let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--loop"])
+        let client = try daemon.connect()
+        let requests = (0..<200).map { "{\"cmd\":\"status\",\"id\":\($0)}\n" }.joined()
+        try client.sendRaw(Data(requests.utf8))
+        var ids: [Int] = []
+        while ids.count < 200 {
+            let reply = try client.readObject()
+            guard let id = reply["id"] as? Int else { continue }  // events carry no id
+            XCTAssertEqual(reply["class"] as? String, "STATUS", "\(reply)")
+            ids.append(id)
+        }
+        XCTAssertEqual(ids, Array(0..<200))
+        XCTAssertEqual(try client.request(["cmd": "status"])["closed_clients"] as? Int, 0)
+    }
+
+    /// A request line over 4096 bytes gets its ERROR with its id, wherever the id stands in it (before: no id,
+    /// and stepd-web's request hung until the daemon's slots were gone).
+    func testAnOverlongRequestsErrorCarriesItsID() throws {
+        let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording])
+        let client = try daemon.connect()
+        let from = String(repeating: "2", count: 4090)
+        try client.sendLine("{\"cmd\":\"history\",\"from\":\"\(from)\",\"id\":4242}")
+        let reply = try client.readObject()
+        XCTAssertEqual(reply["class"] as? String, "ERROR")
+        XCTAssertEqual(reply["id"] as? Int, 4242, "\(reply)")
+        XCTAssert((reply["message"] as? String ?? "").contains("longer than 4096"), "\(reply)")
+        try client.sendLine("{\"cmd\":\"steps\",\"id\":\"broken\",")
+        let broken = try client.readObject()
+        XCTAssertEqual(broken["id"] as? String, "broken", "\(broken)")
+        XCTAssertEqual(try client.request(["cmd": "status"])["class"] as? String, "STATUS")
+    }
+
+    /// Two users open and close 2,000 connections each as fast as they can: a new client is still greeted and
+    /// answered, and the flood leaves no connection behind. (The time it takes is scripts/bench-load --flood's.)
+    func testANewClientIsServedDuringAConnectionFloodByTwoUsers() throws {
+        try Unprivileged.requireTools()
+        let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--loop"])
+        Unprivileged.openSocket(daemon)
+        let flooders = try [Unprivileged.nobody, 65533].map { try Unprivileged.Running(["flood", daemon.socketPath, "2000"], uid: $0) }
+        var served = 0
+        while flooders.contains(where: { $0.process.isRunning }) {
+            let client = try SocketClient(path: daemon.socketPath, receiveTimeout: 10)
+            XCTAssertEqual(client.version["class"] as? String, "VERSION")
+            XCTAssertEqual(try client.request(["cmd": "status", "id": served])["id"] as? Int, served)
+            client.close()
+            served += 1
+        }
+        for flooder in flooders {
+            let summary = try flooder.readObject()
+            XCTAssertEqual(summary["connections"] as? Int, 2000, "\(summary)")
+        }
+        XCTAssertGreaterThan(served, 0)
+        try daemon.waitUntil(timeout: 10, "the flood's connections to be gone") { ($0["clients"] as? Int ?? 99) == 1 }
+    }
+
+    // MARK: Helpers
+
+    /// A connection with a small receive buffer that will never be read.
+    static func connectNeverReading(_ path: String) throws -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var size: Int32 = 4096
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: Array(path.utf8.prefix(raw.count - 1)) + [0])
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else {
+            Glibc.close(fd)
+            throw NSError(domain: "connect", code: Int(errno))
+        }
+        return fd
+    }
+
+    /// A database made by a daemon that ran a moment on a still recording, as StoreLoadTests makes one.
+    static func createDatabase(state: String, directory: TemporaryDirectory) throws {
+        var text = "t,x,y,z\n"
+        for i in 0..<200 { text += String(format: "%.2f,0.0,0.0,9.81\n", Double(i) / 100) }
+        let still = directory.file("still.csv")
+        try text.write(toFile: still, atomically: true, encoding: .utf8)
+        let first = try Daemon(arguments: ["--replay", still, "--no-gps", "--state-dir", state], directory: directory,
+                               socketName: "create.sock")
+        XCTAssertEqual(first.terminate(), 0)
+    }
+
+    /// Runs Python's sqlite3 on the stopped daemon's database (`db` is the connection, `now` the Unix time).
+    static func fill(state: String, _ script: String) throws {
+        let program = "import sqlite3, sys, time\ndb = sqlite3.connect(sys.argv[1])\nnow = time.time()\n" + script + "\ndb.commit()\n"
+        let result = try runCommand("/usr/bin/env", ["python3", "-c", program, state + "/stepd.sqlite"])
+        XCTAssertEqual(result.status, 0, result.stderr)
+    }
+}

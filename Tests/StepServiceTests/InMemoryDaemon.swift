@@ -82,6 +82,7 @@ final class LongLine: ReplyPieces {
     static let pieceBytes = 16 * 1024
     private var parts: [String]
     private(set) var piecesMade = 0
+    let holdsOwnData = true
 
     init(id: JSONValue?, pieces: Int) {
         let idText = id.map { String(decoding: try! JSONEncoder().encode($0), as: UTF8.self) } ?? "null"

@@ -10,7 +10,8 @@ import StepProtocol
 /// document) is written a piece at a time as the client reads it, never held whole; reading stops while any
 /// request waits. A client that pipelines while it reads is served however much it sends; one that reads
 /// nothing of its output for `stallTimeout` while more than `maximumRequestsInFlight` requests wait, or while a
-/// document is being written to it, is closed with an ERROR and a logged reason. A closed client's waiting
+/// document made from data of its own (a stored range) is being written to it, is closed with an ERROR and a
+/// logged reason. A closed client's waiting
 /// requests are dropped, never computed.
 final class ClientHandler: ChannelInboundHandler {
     typealias InboundIn = LineFrame
@@ -294,10 +295,11 @@ final class ClientHandler: ChannelInboundHandler {
 
     // MARK: A client that reads nothing
 
-    /// What the daemon holds for a client that does not read: more requests than the limit, or a document.
+    /// What the daemon holds for a client that does not read: more requests than the limit, or a document
+    /// made from data of its own.
     private var holdsWork: Bool {
         guard case .open(_, let phase, _) = state else { return false }
-        return phase == .streaming || waiting.count > limits.maximumRequestsInFlight
+        return (phase == .streaming && document?.holdsOwnData == true) || waiting.count > limits.maximumRequestsInFlight
     }
 
     private func watchForStall(context: ChannelHandlerContext) {

@@ -26,6 +26,10 @@ enum Reply {
 /// A long reply line in pieces: each piece is made once the client has read the ones before, so the daemon
 /// holds a piece or two per client, never the whole line. Called on the connection's event loop.
 protocol ReplyPieces: AnyObject {
+    /// Whether the reply holds data of its own (a stored range's path), which a client that reads none of it
+    /// must not keep: then it is closed after `stallTimeout`. A reply made from data shared with the engine
+    /// costs the daemon a piece and its unsent output, as any reply does, and waits for its client.
+    var holdsOwnData: Bool { get }
     /// The next piece, `.later` while it is being made (then `ready` is called on the event loop when it is),
     /// or `.end` when the line, its newline included, is out.
     func next(allocator: ByteBufferAllocator, ready: @escaping () -> Void) -> ReplyPiece

@@ -14,18 +14,21 @@ extension ProtocolServer {
         guard let format = TrackFormat(rawValue: name.lowercased()) else {
             throw RequestError.badField(name: "format", expected: TrackFormat.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: " or "))
         }
-        let send: @Sendable ([TrackPoint], Double) -> Void = { points, distanceMeters in
-            let document = TrackReply(points: points, distanceMeters: distanceMeters, format: format, id: id, loop: loop)
+        let send: @Sendable ([TrackPoint], Double, Bool) -> Void = { points, distanceMeters, own in
+            let document = TrackReply(points: points, distanceMeters: distanceMeters, format: format, id: id,
+                                      holdsOwnData: own, loop: loop)
             loop.execute { reply(.document(document)) }
         }
-        guard let range = try StoredRange(request) else { return engine.trackPath(completion: send) }
+        guard let range = try StoredRange(request) else {
+            return engine.trackPath { points, distanceMeters in send(points, distanceMeters, false) }  // shared
+        }
         let store = try storeForRequest()
         let configuration = engine.configuration.location.track
         store.trackPoints(from: range.from, to: range.to) { result in
             switch result {
             case .success(let stored):
                 let path = StoredPath.track(stored, configuration: configuration)
-                send(path.points, path.distanceMeters)
+                send(path.points, path.distanceMeters, true)
             case .failure(let error):
                 let line = Wire.line(ErrorMessage(message: error.description, id: id))
                 loop.execute { reply(.line(line)) }
@@ -45,6 +48,7 @@ final class TrackReply: ReplyPieces, @unchecked Sendable {
     static let pieceBytes = 16 * 1024
     private static let queue = DispatchQueue(label: "stepd.track-pieces", qos: .utility, attributes: .concurrent)
     private let loop: EventLoop
+    let holdsOwnData: Bool
     private var head: Data?
     private var tail: Data?
     private var writer: TrackDocumentWriter?
@@ -54,8 +58,10 @@ final class TrackReply: ReplyPieces, @unchecked Sendable {
     private var finished = false
     private var whenMade: (() -> Void)?
 
-    init(points: [TrackPoint], distanceMeters: Double, format: TrackFormat, id: JSONValue?, loop: EventLoop) {
+    init(points: [TrackPoint], distanceMeters: Double, format: TrackFormat, id: JSONValue?, holdsOwnData: Bool,
+         loop: EventLoop) {
         self.loop = loop
+        self.holdsOwnData = holdsOwnData
         let documentFormat: TrackDocumentWriter.Format
         switch format {
         case .geojson: documentFormat = .geoJSON

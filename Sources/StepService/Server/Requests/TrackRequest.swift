@@ -46,7 +46,9 @@ extension ProtocolServer {
 final class TrackReply: ReplyPieces, @unchecked Sendable {
     /// Document text per piece: a few milliseconds of work, few writes for a fast reader.
     static let pieceBytes = 16 * 1024
-    private static let queue = DispatchQueue(label: "stepd.track-pieces", qos: .utility, attributes: .concurrent)
+    /// One queue for every document: on a board's two cores, documents being read fast take one at most, and
+    /// the event loop and the processing queue keep the other.
+    private static let queue = DispatchQueue(label: "stepd.track-pieces", qos: .utility)
     private let loop: EventLoop
     let holdsOwnData: Bool
     private var head: Data?

@@ -131,7 +131,7 @@ extension ConfigOption {
     public static let all: [ConfigOption] = [
         ConfigOption(key: "socket", kind: .path, defaultText: "/run/stepd/stepd.sock",
                      help: "The Unix socket to listen on.", valueName: "path",
-                     details: "Under socket activation (`stepd.socket`) the unit's `ListenStream=` decides and this is ignored. Run by hand without root, stepd falls back to `$XDG_RUNTIME_DIR/stepd/stepd.sock`, then `/tmp/stepd-UID/stepd.sock`."),
+                     details: "Under socket activation (`stepd.socket`) the unit's `ListenStream=` decides and this is ignored. Run by hand without root, stepd falls back to `$XDG_RUNTIME_DIR/stepd/stepd.sock`, then `/tmp/stepd-UID/stepd.sock`. A socket nobody listens on (left by a daemon that was killed) is replaced; anything else at the path (a regular file, a directory, a link, a live socket) is left untouched and stepd exits with a message (status 73, 75 for a live socket)."),
         ConfigOption(key: "state_dir", kind: .path, defaultText: defaultStateDirectory,
                      help: "Where the history database stepd.sqlite lives.", valueName: "dir",
                      details: "Under systemd, `StateDirectory=stepd` sets `$STATE_DIRECTORY`, used when this is not given. Run by hand without write access to `/var/lib`, stepd uses `$XDG_STATE_HOME/stepd` or `~/.local/state/stepd`."),

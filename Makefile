@@ -53,6 +53,10 @@ SYSUSERSDIR ?= $(LIBDIR_SYSTEMD)/sysusers.d
 UDEVRULESDIR ?= $(LIBDIR_SYSTEMD)/udev/rules.d
 BUILT ?= .build/$(CONFIG)
 INSTALL ?= install
+# Swift's crash backtracer for the statically linked stepd, from the toolchain that built it (stepd(8), SIGNALS):
+# stepd looks for it in ../libexec/stepd beside its binary.
+LIBEXECDIR ?= $(PREFIX)/libexec
+BACKTRACER ?= $(shell p=$$(command -v swift 2>/dev/null) && echo $$(dirname $$(readlink -f $$p))/../libexec/swift/linux/swift-backtrace-static)
 # stepd-web's page (Leaflet comes from Debian's libjs-leaflet, not from here).
 WEB_PAGE = $(wildcard Sources/stepd-web/Public/*)
 
@@ -64,6 +68,9 @@ install:
 		$(DESTDIR)$(DATADIR)/stepd $(DESTDIR)$(DATADIR)/stepd-web $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 \
 		$(DESTDIR)$(SYSCONFDIR)/stepd
 	$(INSTALL) -m 0755 $(BUILT)/stepd $(BUILT)/stepctl $(BUILT)/stepd-web $(DESTDIR)$(BINDIR)/
+	if [ -x "$(BACKTRACER)" ]; then $(INSTALL) -d $(DESTDIR)$(LIBEXECDIR)/stepd && \
+		$(INSTALL) -m 0755 $(BACKTRACER) $(DESTDIR)$(LIBEXECDIR)/stepd/swift-backtrace-static; \
+	else echo "make install: no swift-backtrace-static (BACKTRACER=...): a crash of stepd will leave no backtrace" >&2; fi
 	# stepd-web.service is installed but not enabled: the dashboard is off until `systemctl enable --now stepd-web`.
 	for unit in stepd.service stepd.socket stepd-web.service; do \
 		sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' -e 's|@DATADIR@|$(DATADIR)|g' systemd/$$unit > $(DESTDIR)$(UNITDIR)/$$unit.tmp && \
@@ -87,6 +94,8 @@ install:
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/stepd $(DESTDIR)$(BINDIR)/stepctl $(DESTDIR)$(BINDIR)/stepd-web
+	rm -f $(DESTDIR)$(LIBEXECDIR)/stepd/swift-backtrace-static
+	-rmdir $(DESTDIR)$(LIBEXECDIR)/stepd
 	rm -f $(DESTDIR)$(UNITDIR)/stepd.service $(DESTDIR)$(UNITDIR)/stepd.socket $(DESTDIR)$(UNITDIR)/stepd-web.service
 	rm -f $(DESTDIR)$(SYSUSERSDIR)/stepd.conf $(DESTDIR)$(SYSUSERSDIR)/stepd-web.conf $(DESTDIR)$(UDEVRULESDIR)/60-stepd.rules
 	rm -f $(addprefix $(DESTDIR)$(DATADIR)/stepd-web/,$(notdir $(WEB_PAGE)))

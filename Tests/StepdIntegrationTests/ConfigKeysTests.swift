@@ -217,7 +217,7 @@ final class ConfigKeysTests: XCTestCase {
         XCTAssertEqual(try client.request(["cmd": "status"])["class"] as? String, "STATUS", "root keeps its slot")
         nobody.finish()
         _ = try poll(client, timeout: 10, "nobody's idle connections to close") { ($0["clients"] as? Int ?? 99) <= 7 }
-        let result = try Unprivileged.runHostile(["pipeline", socket, "1", "2"])
+        let result = try Unprivileged.runHostile(["pipeline", socket, "1", "5"])
         XCTAssertEqual(result["connected"] as? Int, 1, "\(result)")
         _ = try poll(client, timeout: 20, "the pipelining client to be closed") { ($0["closed_clients"] as? Int ?? 0) >= 1 }
         let text = try String(contentsOfFile: logPath, encoding: .utf8)

@@ -33,6 +33,7 @@ final class ServiceInstallTests: XCTestCase {
         XCTAssertEqual(install.status, 0, install.stdout + install.stderr)
         XCTAssertEqual(files(under: destdir), [
             "/usr/bin/stepd", "/usr/bin/stepctl", "/usr/bin/stepd-web",
+            "/usr/libexec/stepd/swift-backtrace-static",  // the toolchain's, for stepd's crash backtraces (stepd(8))
             "/usr/lib/systemd/system/stepd.service", "/usr/lib/systemd/system/stepd.socket",
             "/usr/lib/systemd/system/stepd-web.service", "/usr/lib/sysusers.d/stepd-web.conf",
             "/usr/lib/sysusers.d/stepd.conf", "/usr/lib/udev/rules.d/60-stepd.rules",

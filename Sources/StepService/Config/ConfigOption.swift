@@ -161,7 +161,7 @@ extension ConfigOption {
     public static let all: [ConfigOption] = [
         ConfigOption(key: "socket", kind: .socketPath, defaultText: "/run/stepd/stepd.sock",
                      help: "The Unix socket to listen on.", valueName: "path",
-                     details: "Under socket activation (`stepd.socket`) the unit's `ListenStream=` decides and this is ignored. Run by hand without root, stepd falls back to `$XDG_RUNTIME_DIR/stepd/stepd.sock`, then `/tmp/stepd-UID/stepd.sock`."),
+                     details: "Under socket activation (`stepd.socket`) the unit's `ListenStream=` decides and this is ignored. Run by hand without root, stepd falls back to `$XDG_RUNTIME_DIR/stepd/stepd.sock`, then `/tmp/stepd-UID/stepd.sock`. A socket nobody listens on (left by a daemon that was killed) is replaced; anything else at the path (a regular file, a directory, a link, a live socket) is left untouched and stepd exits with a message (status 73, 75 for a live socket)."),
         ConfigOption(key: "state_dir", kind: .path, defaultText: defaultStateDirectory,
                      help: "Where the history database stepd.sqlite lives.", valueName: "dir",
                      details: "Under systemd, `StateDirectory=stepd` sets `$STATE_DIRECTORY`, used when this is not given. Run by hand without write access to `/var/lib`, stepd uses `$XDG_STATE_HOME/stepd` or `~/.local/state/stepd`."),
@@ -205,7 +205,7 @@ extension ConfigOption {
                      help: "Connection slots kept for root, the daemon's user and the admin group.", valueName: "n",
                      details: "A small `max_clients` shrinks this and `max_clients_per_user` rather than being refused."),
         ConfigOption(key: "max_requests_in_flight", kind: .integer(1...1024), defaultText: "16",
-                     help: "Requests a connection may have waiting behind unread replies; a client past it is closed.",
+                     help: "Requests a connection may have waiting behind unread replies; a client past it that reads nothing for 3 s is closed.",
                      valueName: "n"),
         ConfigOption(key: "max_unsent_kib", kind: .integer(1...1_048_576), defaultText: "64",
                      help: "A watcher that leaves more than this many KiB unread is dropped; no reply starts while a client leaves that much unread.",

@@ -231,7 +231,7 @@ extension ConfigOption {
                      details: "A file that group or others may read, or that another user owns, is refused (exit status 78): `chmod 600` it and `chown` it to the user stepd runs as. Needs `mqtt_username`.",
                      example: "/etc/stepd/mqtt-password"),
         ConfigOption(key: "mqtt_homeassistant", kind: .flag, defaultText: "false",
-                     help: "Publish Home Assistant discovery: steps, distance, cadence, activity and floors sensors and a device tracker, as one device."),
+                     help: "Publish Home Assistant discovery: steps, distance, cadence and activity sensors, floors with a barometer and a device tracker with GPS on, as one device named after the host."),
     ]
 
     /// Options that only make sense on the command line; stepd.conf rejects them.

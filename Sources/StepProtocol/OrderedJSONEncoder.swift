@@ -14,64 +14,64 @@ public enum OrderedJSONEncoder {
     }
 }
 
-/// One JSON value being built: written text for a scalar, or an object's keys in order, or an array.
+/// One JSON value being built: written text for a scalar, or an object's keys in order, or an array. The
+/// members live in the node (a class) and grow in place: a message is a few dozen nodes, built once.
 private final class Node {
-    enum Content {
-        case empty
-        case scalar(String)
-        case object([(String, Node)])
-        case array([Node])
+    enum Kind { case empty, scalar, object, array }
+    var kind = Kind.empty
+    var scalar = ""
+    var pairs: [(key: String, node: Node)] = []
+    var items: [Node] = []
+
+    func set(scalar text: String) {
+        kind = .scalar
+        scalar = text
     }
-    var content = Content.empty
 
     func store<T: Encodable>(_ value: T, codingPath: [CodingKey]) throws {
         switch value {
-        case let s as String: content = .scalar(Node.quoted(s))
-        case let d as Double: content = .scalar(Node.number(d))
-        case let f as Float: content = .scalar(Node.number(Double(f)))
-        case let b as Bool: content = .scalar(b ? "true" : "false")
-        case let i as any FixedWidthInteger: content = .scalar("\(i)")
+        case let s as String: set(scalar: Node.quoted(s))
+        case let d as Double: set(scalar: Node.number(d))
+        case let i as Int: set(scalar: String(i))
+        case let b as Bool: set(scalar: b ? "true" : "false")
+        case let f as Float: set(scalar: Node.number(Double(f)))
+        case let i as any FixedWidthInteger: set(scalar: "\(i)")
         default: try value.encode(to: NodeEncoder(node: self, codingPath: codingPath))
         }
     }
 
+    /// A new member; a key written twice (no synthesized Codable does) is written twice.
     func child(forKey key: String) -> Node {
+        kind = .object
         let node = Node()
-        var pairs: [(String, Node)] = []
-        if case .object(let existing) = content { pairs = existing }
-        if let index = pairs.firstIndex(where: { $0.0 == key }) { pairs[index].1 = node } else { pairs.append((key, node)) }
-        content = .object(pairs)
+        pairs.append((key, node))
         return node
     }
 
     func appended() -> Node {
+        kind = .array
         let node = Node()
-        var items: [Node] = []
-        if case .array(let existing) = content { items = existing }
         items.append(node)
-        content = .array(items)
         return node
     }
 
-    func becomeObject() { if case .object = content {} else { content = .object([]) } }
-    func becomeArray() { if case .array = content {} else { content = .array([]) } }
-
-    var count: Int { if case .array(let items) = content { return items.count } else { return 0 } }
+    func becomeObject() { if kind != .object { kind = .object } }
+    func becomeArray() { if kind != .array { kind = .array } }
 
     func write(to text: inout String) {
-        switch content {
+        switch kind {
         case .empty: text += "{}"
-        case .scalar(let s): text += s
-        case .object(let pairs):
+        case .scalar: text += scalar
+        case .object:
             text += "{"
-            for (index, (key, node)) in pairs.enumerated() {
+            for (index, pair) in pairs.enumerated() {
                 if index > 0 { text += "," }
-                text += Node.quoted(key)
+                text += Node.quoted(pair.key)
                 text += ":"
-                node.write(to: &text)
+                pair.node.write(to: &text)
             }
             text += "}"
-        case .array(let items):
+        case .array:
             text += "["
             for (index, node) in items.enumerated() {
                 if index > 0 { text += "," }
@@ -89,6 +89,10 @@ private final class Node {
     }
 
     static func quoted(_ s: String) -> String {
+        // Most strings (keys, timestamps, names) need no escape: copied whole.
+        if !s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            return "\"" + s + "\""
+        }
         var out = "\""
         for scalar in s.unicodeScalars {
             switch scalar {
@@ -127,7 +131,7 @@ private struct KeyedNodeContainer<Key: CodingKey>: KeyedEncodingContainerProtoco
     let node: Node
     var codingPath: [CodingKey]
 
-    mutating func encodeNil(forKey key: Key) throws { node.child(forKey: key.stringValue).content = .scalar("null") }
+    mutating func encodeNil(forKey key: Key) throws { node.child(forKey: key.stringValue).set(scalar: "null") }
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
         try node.child(forKey: key.stringValue).store(value, codingPath: codingPath + [key])
     }
@@ -151,9 +155,9 @@ private struct KeyedNodeContainer<Key: CodingKey>: KeyedEncodingContainerProtoco
 private struct UnkeyedNodeContainer: UnkeyedEncodingContainer {
     let node: Node
     var codingPath: [CodingKey]
-    var count: Int { node.count }
+    var count: Int { node.items.count }
 
-    mutating func encodeNil() throws { node.appended().content = .scalar("null") }
+    mutating func encodeNil() throws { node.appended().set(scalar: "null") }
     mutating func encode<T: Encodable>(_ value: T) throws { try node.appended().store(value, codingPath: codingPath) }
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
         let child = node.appended()
@@ -171,6 +175,6 @@ private struct UnkeyedNodeContainer: UnkeyedEncodingContainer {
 private struct SingleNodeContainer: SingleValueEncodingContainer {
     let node: Node
     var codingPath: [CodingKey]
-    mutating func encodeNil() throws { node.content = .scalar("null") }
+    mutating func encodeNil() throws { node.set(scalar: "null") }
     mutating func encode<T: Encodable>(_ value: T) throws { try node.store(value, codingPath: codingPath) }
 }

@@ -49,6 +49,8 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
+        // HMAC-SHA256 for the MQTT device id derived from machine-id (Fleet/DeviceIdentity.swift).
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
     ],
     targets: [
         // Thin C shims: translate libiio / libgps / zlib / libmosquitto into plain functions and structs, no logic.
@@ -74,6 +76,7 @@ let package = Package(
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Crypto", package: "swift-crypto"),
         ], path: "Sources/StepService"),
 
         .executableTarget(name: "stepd", dependencies: [

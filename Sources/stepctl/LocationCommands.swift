@@ -123,6 +123,9 @@ func describe(gps g: GPSStatus?) -> String {
     if g.state == "unavailable", g.error?.hasPrefix("GPS disabled") == true { return "GPS off (--no-gps)" }
     var text = "\(g.state) via gpsd \(g.gpsd), \(g.fixes_accepted) fixes"
     if let age = g.last_fix_age_s { text += ", last \(number(age)) s ago" }
-    if let error = g.error, g.state != "fix" { text += " (\(error))" }
+    if let error = g.error {
+        // The reason it is unavailable; otherwise an old failure, which must not read as the state's cause.
+        text += g.state == "unavailable" ? " (\(error))" : "; last error: \(error)"
+    }
     return text
 }

@@ -48,6 +48,15 @@ final class StepctlTests: XCTestCase {
         XCTAssert((summary["since"] as? String ?? "").hasSuffix("T00:00:00.000+09:00"), "\(summary)")
     }
 
+    func testJSONLinesStartWithTheirClassAsGpsdsDo() throws {
+        // The daemon's replies as stepctl prints them, and stepctl's own summary: class first, then the fields.
+        for (command, prefix) in [("status", #"{"class":"STATUS","release":"#), ("steps", #"{"class":"STEPS","steps":"#),
+                                  ("position", #"{"class":"POSITION","#), ("summary", #"{"class":"SUMMARY","steps":"#)] {
+            let output = try stepctl([command, "--json", "--socket", daemon.socketPath])
+            XCTAssertTrue(output.stdout.hasPrefix(prefix), "\(command): \(output.stdout) \(output.stderr)")
+        }
+    }
+
     func testGraphRefusesANonTerminalAndStreamsMotionAsJSON() throws {
         let refused = try stepctl(["graph", "--socket", daemon.socketPath])
         XCTAssertEqual(refused.status, 64)

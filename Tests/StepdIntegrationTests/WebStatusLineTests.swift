@@ -34,6 +34,26 @@ final class WebStatusLineTests: XCTestCase {
         XCTAssertEqual(page.dialogs, [], "the page opened a pop-up")
     }
 
+    func testAQuietReceiverIsStaleOnThePageWhenStatusSaysSo() throws {
+        let directory = try TemporaryDirectory()
+        let port = GPSDFake.freePort()
+        // gpsd stays up; the receiver sends ten epochs of the Quectel log, then nothing.
+        let fake = try GPSDFake(log: try Binaries.sharedData("gps/quectel-l76k-nmea.log").path, port: port, stepped: true, directory: directory)
+        defer { fake.stop() }
+        let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--loop", "--gpsd", "127.0.0.1:\(port)",
+                                            "--gps-retry-s", "0.2"], directory: directory)
+        defer { daemon.terminate() }
+        try daemon.waitUntil(timeout: 20, "gpsd connected") { (($0["gps"] as? [String: Any])?["connections"] as? Int ?? 0) >= 1 }
+        let page = try DashboardPage(socket: daemon.socketPath, directory: directory)
+        defer { page.stop() }
+        fake.send(sentences: 240)
+        try page.waitUntil("document.getElementById('status').textContent.includes('GPS fix')", "a fix on the page")
+        // The page says stale when STATUS does (the daemon's rule), not on a clock of its own.
+        try daemon.waitUntil(timeout: 30, "STATUS stale") { ($0["gps"] as? [String: Any])?["state"] as? String == "stale" }
+        try page.waitUntil("document.getElementById('status').textContent.includes('GPS stale: last fix')", "stale on the page")
+        XCTAssertEqual(try page.evaluate("document.getElementById('status').classList.contains('problem')") as? Bool, true)
+    }
+
     func testGpsSwitchedOffIsSaidInGreyAsAChoice() throws {
         let directory = try TemporaryDirectory()
         let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--no-gps"], directory: directory)

@@ -234,10 +234,10 @@ extension ConfigOption {
                      valueName: "url",
                      details: "The switch that turns publishing on; see [fleet.md](fleet.md) for the topics and payloads. Minute bins and visits wait in the history database until the broker acknowledges them. A broker that is down or unreachable, at start or later, is tried again 1 s later, then twice as long each time up to 30 s; STATUS's `mqtt.error` says why it waits and when it tries next.",
                      example: "mqtt://broker.local:1883"),
-        ConfigOption(key: "mqtt_device_id", kind: .path, defaultText: "(the machine id)",
-                     help: "This device's name in topics and keys: letters, digits, - and _.", valueName: "id",
-                     details: "By default /etc/machine-id, else the host name.", example: "wearable-07"),
-        ConfigOption(key: "mqtt_topic_prefix", kind: .path, defaultText: "(stepd/<device id>)",
+        ConfigOption(key: "mqtt_device_id", kind: .path, defaultText: "(derived from the machine id)",
+                     help: "This device's stable key in payloads and Home Assistant, and its name in topics: letters, digits, - and _.", valueName: "id",
+                     details: "By default an id derived from /etc/machine-id, which is never published itself (else the host name); see [fleet.md](fleet.md#who-the-device-is).", example: "wearable-07"),
+        ConfigOption(key: "mqtt_topic_prefix", kind: .path, defaultText: "(stepd/<host>-<8 digits of the id>, or stepd/<device id>)",
                      help: "The topic prefix the device publishes under.", valueName: "prefix",
                      example: "lab/stepd/wearable-07"),
         ConfigOption(key: "mqtt_keepalive_s", kind: .integer(5...3600), defaultText: "60",
@@ -261,7 +261,7 @@ extension ConfigOption {
                      details: "A file that group or others may read, or that another user owns, is refused (exit status 78): `chmod 600` it and `chown` it to the user stepd runs as. Needs `mqtt_username`.",
                      example: "/etc/stepd/mqtt-password"),
         ConfigOption(key: "mqtt_homeassistant", kind: .flag, defaultText: "false",
-                     help: "Publish Home Assistant discovery: steps, distance, cadence, activity and floors sensors and a device tracker, as one device."),
+                     help: "Publish Home Assistant discovery: steps, distance, cadence and activity sensors, floors with a barometer and a device tracker with GPS on, as one device named after the host."),
     ]
 
     /// Options that only make sense on the command line; stepd.conf rejects them.

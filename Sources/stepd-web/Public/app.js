@@ -90,7 +90,8 @@ function describeStatus(status) {
   if (!gps || (gps.state === "unavailable" && (gps.error || "").startsWith("GPS disabled"))) fine.push("GPS off");
   else if (gps.state === "unavailable") problems.push("GPS off: gpsd not reachable");
   else if (gps.state === "no_fix") problems.push("GPS: no fix");
-  else if (gps.last_fix_age_s > 10) problems.push(`GPS stale: last fix ${Math.round(gps.last_fix_age_s)} s ago`);
+  // The daemon decides when a fix is stale (GPSState's rule); the page only words it.
+  else if (gps.state === "stale") problems.push(`GPS stale: last fix ${Math.round(gps.last_fix_age_s)} s ago`);
   else fine.push("GPS fix");
   if (status.store && status.store.state === "failed") problems.push(`history store failed: ${status.store.error || ""}`);
   return { problems, fine };

@@ -14,8 +14,8 @@ final class ServerBoundsTests: XCTestCase {
     func testThirtyNeverReadingExportsOfADaysTrackStayUnder80MB() throws {
         let directory = try TemporaryDirectory()
         let state = directory.file("state")
-        try Self.createDatabase(state: state, directory: directory)
-        try Self.fill(state: state, """
+        try PreparedHistory.create(state: state, directory: directory)
+        try PreparedHistory.fill(state: state, """
             rows = ((now - 86400 + i, 48.1 + (i % 600) * 1e-5, 11.5 + i * 1e-5, 520.0, 4.0, "3d", 9) for i in range(86400))
             db.executemany("INSERT INTO track_point VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
             """)
@@ -187,23 +187,5 @@ final class ServerBoundsTests: XCTestCase {
             throw NSError(domain: "connect", code: Int(errno))
         }
         return fd
-    }
-
-    /// A database made by a daemon that ran a moment on a still recording, as StoreLoadTests makes one.
-    static func createDatabase(state: String, directory: TemporaryDirectory) throws {
-        var text = "t,x,y,z\n"
-        for i in 0..<200 { text += String(format: "%.2f,0.0,0.0,9.81\n", Double(i) / 100) }
-        let still = directory.file("still.csv")
-        try text.write(toFile: still, atomically: true, encoding: .utf8)
-        let first = try Daemon(arguments: ["--replay", still, "--no-gps", "--state-dir", state], directory: directory,
-                               socketName: "create.sock")
-        XCTAssertEqual(first.terminate(), 0)
-    }
-
-    /// Runs Python's sqlite3 on the stopped daemon's database (`db` is the connection, `now` the Unix time).
-    static func fill(state: String, _ script: String) throws {
-        let program = "import sqlite3, sys, time\ndb = sqlite3.connect(sys.argv[1])\nnow = time.time()\n" + script + "\ndb.commit()\n"
-        let result = try runCommand("/usr/bin/env", ["python3", "-c", program, state + "/stepd.sqlite"])
-        XCTAssertEqual(result.status, 0, result.stderr)
     }
 }

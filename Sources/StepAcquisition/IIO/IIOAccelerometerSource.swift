@@ -68,6 +68,9 @@ public final class IIOAccelerometerSource: SampleSource, @unchecked Sendable {
                 let (device, found) = try IIODiscovery.find(uri: uri, selector: selector)
                 identify(found, sink: sink)
                 if appearedAt == nil { appearedAt = Date() }
+                // Found again: a fault from here on is news, even the same one as last time (a second
+                // unplug after a quick replug would otherwise go unreported). The engine drops repeats.
+                lastState = nil
                 let counter = IIOStepCounter(device: device)
                 if found.buffered {
                     try IIOBufferedSource(device: device, pipelineRateHz: pipelineRateHz, logger: logger)
@@ -76,8 +79,6 @@ public final class IIOAccelerometerSource: SampleSource, @unchecked Sendable {
                     try IIOPolledSource(device: device, rateHz: pipelineRateHz, logger: logger)
                         .run(sink: sink, stop: thread, hardwareSteps: counter)
                 }
-                // Ran and stopped: a fault from here on is news, even the same one as last time (a second
-                // unplug after a quick replug would otherwise go unreported). The engine drops repeats.
                 lastState = nil
             } catch let error as IIOError {
                 missing = Self.isMissing(error, uri: uri)

@@ -17,6 +17,8 @@ struct HomeAssistantDiscovery {
     private static let sensors: [(object: String, name: String, field: String, unit: String?, deviceClass: String?,
                                   stateClass: String?, icon: String)] = [
         ("steps", "Steps", "steps", "steps", nil, "total_increasing", "mdi:walk"),
+        // Since local midnight: total_increasing, so the fall to 0 at midnight is a new cycle to HA's statistics.
+        ("steps_today", "Steps today", "today.steps", "steps", nil, "total_increasing", "mdi:walk"),
         ("distance", "Distance", "distance_m", "m", "distance", "total_increasing", "mdi:map-marker-distance"),
         ("cadence", "Cadence", "current_cadence_spm", "steps/min", nil, "measurement", "mdi:metronome"),
         ("activity", "Activity", "activity", nil, nil, nil, "mdi:run"),

@@ -214,10 +214,10 @@ final class FleetTests: XCTestCase {
         XCTAssertEqual(finished.nextDeadline(after: 29_692_799), end.addingTimeInterval(delay))
     }
 
-    func testHomeAssistantDiscoveryMakesFiveSensorsAndATrackerAsOneDevice() throws {
+    func testHomeAssistantDiscoveryMakesSixSensorsAndATrackerAsOneDevice() throws {
         let discovery = HomeAssistantDiscovery(deviceID: "w7", topics: FleetTopics(prefix: "stepd/w7"))
         let messages = discovery.messages
-        XCTAssertEqual(messages.map(\.topic), ["steps", "distance", "cadence", "activity", "floors"].map {
+        XCTAssertEqual(messages.map(\.topic), ["steps", "steps_today", "distance", "cadence", "activity", "floors"].map {
             "homeassistant/sensor/stepd_w7/\($0)/config"
         } + ["homeassistant/device_tracker/stepd_w7/position/config"])
         var identifiers = Set<String>()
@@ -227,6 +227,10 @@ final class FleetTests: XCTestCase {
             XCTAssertEqual(config["availability_topic"] as? String, "stepd/w7/status")
         }
         XCTAssertEqual(identifiers, ["stepd_w7"])
+        // Steps today falls to 0 at midnight: total_increasing, which HA's statistics take as a new cycle.
+        let today = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(messages[1].payload.utf8)) as? [String: Any])
+        XCTAssertEqual(today["state_class"] as? String, "total_increasing")
+        XCTAssertEqual(today["value_template"] as? String, "{{ value_json.today.steps if value_json.today.steps is defined else this.state }}")
         let tracker = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(messages.last!.payload.utf8)) as? [String: Any])
         XCTAssertEqual(tracker["json_attributes_topic"] as? String, "stepd/w7/position")
         XCTAssertEqual(tracker["source_type"] as? String, "gps")

@@ -230,7 +230,7 @@ final class FleetTests: XCTestCase {
         // Steps today falls to 0 at midnight: total_increasing, which HA's statistics take as a new cycle.
         let today = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(messages[1].payload.utf8)) as? [String: Any])
         XCTAssertEqual(today["state_class"] as? String, "total_increasing")
-        XCTAssertEqual(today["value_template"] as? String, "{{ value_json.today.steps if value_json.today.steps is defined else this.state }}")
+        XCTAssertEqual(today["value_template"] as? String, "{{ value_json.today.steps if value_json.today is defined else this.state }}")
         let tracker = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(messages.last!.payload.utf8)) as? [String: Any])
         XCTAssertEqual(tracker["json_attributes_topic"] as? String, "stepd/w7/position")
         XCTAssertEqual(tracker["source_type"] as? String, "gps")

@@ -41,8 +41,9 @@ struct HomeAssistantDiscovery {
                 "unique_id": "\(node)_\(sensor.object)",
                 "object_id": "\(node)_\(sensor.object)",
                 "state_topic": topics.steps,
-                // A STEPS without floors (no barometer) leaves the sensor as it was rather than "unknown".
-                "value_template": "{{ value_json.\(sensor.field) if value_json.\(sensor.field) is defined else this.state }}",
+                // A STEPS without floors (no barometer) leaves the sensor as it was rather than "unknown". A nested
+                // field is tested by its object: Jinja fails on a field of an undefined one.
+                "value_template": "{{ value_json.\(sensor.field) if value_json.\(sensor.field.prefix { $0 != "." }) is defined else this.state }}",
                 "availability_topic": topics.status,
                 "payload_available": FleetPayloads.online,
                 "payload_not_available": FleetPayloads.offline,

@@ -262,7 +262,9 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
     }
 
     /// At local midnight today's figures start from zero, and PEDOMETER watchers (and MQTT) are told so even
-    /// when no step comes. A wall-clock deadline: a clock set meanwhile moves it with it.
+    /// when no step comes (a batch that finds the new day first does the same). The deadline is on the monotonic
+    /// clock, which costs the dispatch manager no wake-ups on the way; a clock set meanwhile is caught by the
+    /// next batch, or by the timer firing early and going again for the time left.
     private func scheduleMidnight() {
         dispatchPrecondition(condition: .onQueue(queue))
         let timer = midnightTimer ?? {
@@ -273,7 +275,7 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
             return timer
         }()
         let wait = max(0, day.today.end.timeIntervalSinceNow) + 0.01
-        timer.schedule(wallDeadline: .now() + wait, leeway: .milliseconds(100))
+        timer.schedule(deadline: .now() + wait, leeway: .milliseconds(100))
     }
 
     private func midnightPassed() {
@@ -430,7 +432,8 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
         lastSampleWall = arrival
         measureRate(count: samples.count, until: last.time)
         if !newSteps.isEmpty { armStallTimer(lastStepAt: arrival) }
-        if day.advance(to: arrival, calendar: dayCalendar) { scheduleMidnight() }
+        let newDay = day.advance(to: arrival, calendar: dayCalendar)
+        if newDay { scheduleMidnight() }
         for t in newSteps {
             steps += 1
             day.step(at: wall(t), distanceMeters: stride.strideMeters)
@@ -451,7 +454,7 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
             lastPedometerPush = last.time
         }
         // The final figures of a walk go out before the word that it has stopped.
-        if pause != nil || (!newSteps.isEmpty && last.time - lastPedometerPush >= 1) {
+        if pause != nil || newDay || (!newSteps.isEmpty && last.time - lastPedometerPush >= 1) {
             lastPedometerPush = last.time
             for handler in handlers { handler(.pedometer(s)) }
         }

@@ -104,6 +104,31 @@ final class TodayTests: XCTestCase {
         print("TodayTests: steps_today discovery: \(configText)")
     }
 
+    /// Midnight with no sample coming (a replay that has ended: no batch to notice the day): a PEDOMETER of the
+    /// new day all the same, from the engine's midnight timer, and STEPS with it.
+    func testMidnightWithoutSamplesSendsAPedometerOfTheNewDay() throws {
+        let directory = try TemporaryDirectory()
+        let midnight = nextMinute(atLeast: 8)
+        let still = directory.file("still.csv")
+        var text = "t,x,y,z\n"
+        for i in 0..<300 { text += String(format: "%.2f,0.0,0.0,9.81\n", Double(i) / 100) }
+        try text.write(toFile: still, atomically: true, encoding: .utf8)
+        let daemon = try Daemon(arguments: ["--replay", still, "--no-gps", "--state-dir", directory.file("state")],
+                                directory: directory, environment: ["TZ": zone(withMidnightAt: midnight)])
+        defer { daemon.terminate() }
+        try daemon.waitUntil("the replay to end") { ($0["source"] as? [String: Any])?["state"] as? String == "finished" }
+        let watcher = try SocketClient(path: daemon.socketPath, receiveTimeout: 90)
+        _ = try watcher.request(["cmd": "watch", "classes": ["PEDOMETER"]])
+        XCTAssertLessThan(Date(), midnight)
+        var pedometer: [String: Any] = [:]
+        repeat { pedometer = try watcher.readObject() } while pedometer["class"] as? String != "PEDOMETER"
+        let day = try today(pedometer)
+        XCTAssertEqual((day["since"] as? String).flatMap(Timestamp.date), midnight, "\(pedometer)")
+        XCTAssertEqual(day["steps"] as? Int, 0)
+        XCTAssertGreaterThanOrEqual(Date(), midnight)
+        XCTAssertEqual((try today(try daemon.connect().request(["cmd": "steps"]))["since"] as? String).flatMap(Timestamp.date), midnight)
+    }
+
     /// A restart keeps today's figures (rebuilt from the minute bins); a start in a zone whose midnight falls
     /// within the saved walk counts only the steps after it; `stepctl steps` shows today first.
     func testRestartKeepsTodayAndAnotherZoneRedrawsTheDay() throws {

@@ -7,9 +7,9 @@ import XCTest
 /// draws the day anew from the history, the MQTT steps payload and Home Assistant's "steps today", and
 /// `stepctl steps`.
 ///
-/// Why it takes about a minute and a half: zones are whole minutes off UTC (ICU's "GMT+hh:mm", which the daemon
-/// takes from TZ), so a midnight can only be put on a minute boundary, on average half a minute away, in each of
-/// the two tests.
+/// Why each of its three tests takes about a minute (they run as separate processes, in scripts/test's slow_first):
+/// zones are whole minutes off UTC (ICU's "GMT+hh:mm", which the daemon takes from TZ), so a midnight can only be
+/// put on a minute boundary, 8-75 s away, and each test waits for one.
 final class TodayTests: XCTestCase {
     private struct Step { var count: Int; var time: Date }
 
@@ -162,6 +162,11 @@ final class TodayTests: XCTestCase {
             let reply = try daemon.connect().request(["cmd": "steps"])
             let stepctl = try runCommand(Binaries.stepctl, ["--socket", daemon.socketPath, "steps"], timeout: 30)
             XCTAssertEqual(stepctl.status, 0, stepctl.stderr)
+            // --json passes the daemon's STEPS through, `today` with it.
+            let json = try runCommand(Binaries.stepctl, ["--socket", daemon.socketPath, "--json", "steps"], timeout: 30)
+            let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+            XCTAssertEqual((object?["today"] as? [String: Any])?["steps"] as? Int, (reply["today"] as? [String: Any])?["steps"] as? Int,
+                           json.stdout)
             return (reply, stepctl)
         }
 

@@ -1,10 +1,11 @@
 # stepd: `make run` sets up and starts the daemon on the bundled recording (--demo); `make test` sets up and runs every test.
 # `make build` makes the release binaries; `make release-small` the same with the daemon's running code laid out
 # together (Sources/stepd/stepd.order: 23 MB of RSS instead of 29 on the IIO bench, docs/iio.md "Memory").
+# `make deb` makes the Debian package from the release binaries (scripts/make-deb).
 SWIFT ?= swift
 CONFIG ?= release
 
-.PHONY: all setup build release-small run test clean
+.PHONY: all setup build release-small run test clean deb
 
 all: build
 
@@ -20,8 +21,10 @@ release-small: setup
 
 # A live step count at once: the bundled real recording as a demo (its history is thrown away at exit).
 # A board's real accelerometer: `.build/release/stepd` without --demo, or the installed service.
+# stepctl is not on PATH in a checkout: the daemon's "try stepctl ..." line names the one beside it.
 run: build
-	.build/$(CONFIG)/stepd --demo $(ARGS)
+	.build/$(CONFIG)/stepd --demo $(ARGS) | sed -u 's|try   stepctl |try   .build/$(CONFIG)/stepctl |'
+
 
 # Everything: unit tests, integration tests against the real binaries, libiio, gpsd (and QEMU when present).
 test: setup
@@ -29,6 +32,11 @@ test: setup
 
 clean:
 	rm -rf .build
+
+# The Debian package, stepd_<version>_<arch>.deb, from the release build: debian/rules (debhelper), then lintian
+# (scripts/make-deb). The same command on an arm64 board with Swift makes the arm64 package.
+deb: build
+	scripts/make-deb
 
 # Installation: `make build && sudo make install`; packagers add DESTDIR=/path/to/staging.
 # Units, udev rules and sysusers go where systemd looks for a prefix's files ($(PREFIX)/lib/...);
@@ -45,6 +53,10 @@ SYSUSERSDIR ?= $(LIBDIR_SYSTEMD)/sysusers.d
 UDEVRULESDIR ?= $(LIBDIR_SYSTEMD)/udev/rules.d
 BUILT ?= .build/$(CONFIG)
 INSTALL ?= install
+# Swift's crash backtracer for the statically linked stepd, from the toolchain that built it (stepd(8), SIGNALS):
+# stepd looks for it in ../libexec/stepd beside its binary.
+LIBEXECDIR ?= $(PREFIX)/libexec
+BACKTRACER ?= $(shell p=$$(command -v swift 2>/dev/null) && echo $$(dirname $$(readlink -f $$p))/../libexec/swift/linux/swift-backtrace-static)
 # stepd-web's page (Leaflet comes from Debian's libjs-leaflet, not from here).
 WEB_PAGE = $(wildcard Sources/stepd-web/Public/*)
 
@@ -56,6 +68,9 @@ install:
 		$(DESTDIR)$(DATADIR)/stepd $(DESTDIR)$(DATADIR)/stepd-web $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 \
 		$(DESTDIR)$(SYSCONFDIR)/stepd
 	$(INSTALL) -m 0755 $(BUILT)/stepd $(BUILT)/stepctl $(BUILT)/stepd-web $(DESTDIR)$(BINDIR)/
+	if [ -x "$(BACKTRACER)" ]; then $(INSTALL) -d $(DESTDIR)$(LIBEXECDIR)/stepd && \
+		$(INSTALL) -m 0755 $(BACKTRACER) $(DESTDIR)$(LIBEXECDIR)/stepd/swift-backtrace-static; \
+	else echo "make install: no swift-backtrace-static (BACKTRACER=...): a crash of stepd will leave no backtrace" >&2; fi
 	# stepd-web.service is installed but not enabled: the dashboard is off until `systemctl enable --now stepd-web`.
 	for unit in stepd.service stepd.socket stepd-web.service; do \
 		sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' -e 's|@DATADIR@|$(DATADIR)|g' systemd/$$unit > $(DESTDIR)$(UNITDIR)/$$unit.tmp && \
@@ -68,7 +83,7 @@ install:
 	$(INSTALL) -m 0644 udev/81-stepd-no-sensor-proxy.rules.example $(DESTDIR)$(DATADIR)/stepd/
 	$(INSTALL) -m 0644 data/walk-inhand.csv.gz data/README.md $(DESTDIR)$(DATADIR)/stepd/
 	$(INSTALL) -m 0644 docs/man/stepd.8 $(DESTDIR)$(MANDIR)/man8/stepd.8
-	$(INSTALL) -m 0644 docs/man/stepctl.1 $(DESTDIR)$(MANDIR)/man1/stepctl.1
+	$(INSTALL) -m 0644 docs/man/stepctl.1 docs/man/stepd-web.1 $(DESTDIR)$(MANDIR)/man1/
 	$(INSTALL) -m 0644 docs/stepd.conf.example $(DESTDIR)$(SYSCONFDIR)/stepd/stepd.conf.example
 	# An existing stepd.conf is the administrator's: never overwrite it.
 	test -e $(DESTDIR)$(SYSCONFDIR)/stepd/stepd.conf || $(INSTALL) -m 0644 docs/stepd.conf.example $(DESTDIR)$(SYSCONFDIR)/stepd/stepd.conf
@@ -79,6 +94,8 @@ install:
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/stepd $(DESTDIR)$(BINDIR)/stepctl $(DESTDIR)$(BINDIR)/stepd-web
+	rm -f $(DESTDIR)$(LIBEXECDIR)/stepd/swift-backtrace-static
+	-rmdir $(DESTDIR)$(LIBEXECDIR)/stepd
 	rm -f $(DESTDIR)$(UNITDIR)/stepd.service $(DESTDIR)$(UNITDIR)/stepd.socket $(DESTDIR)$(UNITDIR)/stepd-web.service
 	rm -f $(DESTDIR)$(SYSUSERSDIR)/stepd.conf $(DESTDIR)$(SYSUSERSDIR)/stepd-web.conf $(DESTDIR)$(UDEVRULESDIR)/60-stepd.rules
 	rm -f $(addprefix $(DESTDIR)$(DATADIR)/stepd-web/,$(notdir $(WEB_PAGE)))
@@ -86,7 +103,7 @@ uninstall:
 	rm -f $(DESTDIR)$(DATADIR)/stepd/81-stepd-no-sensor-proxy.rules.example
 	rm -f $(DESTDIR)$(DATADIR)/stepd/walk-inhand.csv.gz $(DESTDIR)$(DATADIR)/stepd/README.md
 	-rmdir $(DESTDIR)$(DATADIR)/stepd
-	rm -f $(DESTDIR)$(MANDIR)/man8/stepd.8 $(DESTDIR)$(MANDIR)/man1/stepctl.1
+	rm -f $(DESTDIR)$(MANDIR)/man8/stepd.8 $(DESTDIR)$(MANDIR)/man1/stepctl.1 $(DESTDIR)$(MANDIR)/man1/stepd-web.1
 	# stepd.conf stays if the administrator changed it; the history in /var/lib/stepd always stays.
 	if cmp -s $(DESTDIR)$(SYSCONFDIR)/stepd/stepd.conf $(DESTDIR)$(SYSCONFDIR)/stepd/stepd.conf.example; then \
 		rm -f $(DESTDIR)$(SYSCONFDIR)/stepd/stepd.conf; fi

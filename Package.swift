@@ -22,7 +22,12 @@ let daemonReleaseLinkFlags = [
     "-Xclang-linker", "-fuse-ld=lld",
     "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
     "-Xlinker", "--no-export-dynamic",
-] + (orderFile.map { path in
+]
+// The clients (stepctl, stepd-web) are linked the same way, without the order file, so that a board installs them from
+// the Debian package (`make deb`) with no Swift toolchain: without -static-stdlib they load libswiftCore through a
+// RUNPATH into the toolchain's folder.
+let clientReleaseLinkFlags = daemonReleaseLinkFlags
+let daemonLinkFlags = daemonReleaseLinkFlags + (orderFile.map { path in
     // lld warns once for each listed name it does not find: the file has gone stale (scripts/order-file).
     ["-Xlinker", "--symbol-ordering-file=\(path.hasPrefix("/") ? path : "\(packageRoot)/\(path)")"]
 } ?? [])
@@ -44,6 +49,8 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
+        // HMAC-SHA256 for the MQTT device id derived from machine-id (Fleet/DeviceIdentity.swift).
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
     ],
     targets: [
         // Thin C shims: translate libiio / libgps / zlib / libmosquitto into plain functions and structs, no logic.
@@ -69,6 +76,7 @@ let package = Package(
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Crypto", package: "swift-crypto"),
         ], path: "Sources/StepService"),
 
         .executableTarget(name: "stepd", dependencies: [
@@ -76,12 +84,14 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/stepd", exclude: ["stepd.order"], linkerSettings: [
-            .unsafeFlags(daemonReleaseLinkFlags, .when(platforms: [.linux], configuration: .release)),
+            .unsafeFlags(daemonLinkFlags, .when(platforms: [.linux], configuration: .release)),
         ]),
         .executableTarget(name: "stepctl", dependencies: [
             "StepProtocol",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
-        ], path: "Sources/stepctl"),
+        ], path: "Sources/stepctl", linkerSettings: [
+            .unsafeFlags(clientReleaseLinkFlags, .when(platforms: [.linux], configuration: .release)),
+        ]),
         // The web dashboard: a client of the socket serving one page over HTTP (docs/web.md). Its page lives in
         // Public/ and is installed under share/stepd-web, not compiled in, so that it can be read and changed.
         .executableTarget(name: "stepd-web", dependencies: [
@@ -96,7 +106,9 @@ let package = Package(
             .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
-        ], path: "Sources/stepd-web", exclude: ["Public"]),
+        ], path: "Sources/stepd-web", exclude: ["Public"], linkerSettings: [
+            .unsafeFlags(clientReleaseLinkFlags, .when(platforms: [.linux], configuration: .release)),
+        ]),
 
         // What the test targets share (a seeded generator); not part of the product.
         .target(name: "TestSupport", path: "Tests/TestSupport"),

@@ -3,8 +3,9 @@
 
 Same stages as Sources/StepProcessing: linear resampling to 60 Hz (a new grid after a gap > 0.5 s), magnitude,
 second-order Butterworth high-pass 0.8 Hz and low-pass 2.5 Hz (scipy.signal.lfilter, RBJ cookbook
-coefficients), then the gait-cycle hysteresis and the walking-bout gate. Resampling and filtering are
-vectorised; the cycle and bout logic is a state machine over samples, so it is a plain Python loop.
+coefficients), the walking gate's measures (WalkingGate.swift), then the gait-cycle hysteresis and the walking
+bout. Resampling, filtering and the gate's measures are vectorised; the cycle and bout logic is a state machine
+over samples, so it is a plain Python loop.
 
     scripts/reference_pipeline.py [--seconds S] [--counts] DIR...
 
@@ -19,11 +20,13 @@ from scipy.signal import lfilter, lfilter_zi
 RATE_HZ = 60.0
 GAP_S = 0.5
 CYCLE = dict(floor=0.6, fraction=0.25, follow=0.1, decay_s=1.0)
-BOUT = dict(confirm=6, min_interval=0.25, max_interval=1.5, min_period_fraction=0.6, stride_tolerance=0.2,
+BOUT = dict(confirm=6, min_interval=0.28, max_interval=1.5, min_period_fraction=0.6, stride_tolerance=0.2,
             step_asymmetry=2.0, amplitude_spread=4.0, min_amplitude_fraction=0.35, period_rate=0.2, amplitude_rate=0.1,
             missed_min_periods=1.6, missed_max_periods=2.4, rhythm_min_periods=1.0, rhythm_max_periods=2.2,
             rhythm_amplitude_fraction=0.2, short_bout=4, short_tolerance=0.15, short_amplitude_spread=2.0,
-            initiation=True, initiation_min_periods=0.9, initiation_max_periods=1.5)
+            initiation=True, initiation_min_periods=0.9, initiation_max_periods=1.5, gate_open_from_cycle=2)
+GATE = dict(vertical_share=0.07, band_share=0.2, band_share_per_turn=0.2, shock_relief=1.0, energy_s=2.0, band_share_s=4.0,
+            turn_s=2.0, gravity_s=0.25, shock_hz=4.0, dropout_s=0.5, bout_closed_s=4.0)
 
 
 def biquad(kind, cutoff_hz, rate_hz=RATE_HZ, q=2 ** -0.5):
@@ -60,9 +63,44 @@ def band_pass(magnitude):
     return lfilter(*LOW, y)
 
 
-def detect(grid, value):
-    """Gait cycles with adaptive hysteresis, counted only inside confirmed walking bouts."""
+def ema(x, seconds, start=0.0):
+    """One-pole low-pass along axis 0, from `start`: y += (x - y) / (rate * seconds)."""
+    a = 1 / (RATE_HZ * seconds)
+    return lfilter([a], [1, -(1 - a)], x, axis=0, zi=[(1 - a) * start])[0]
+
+
+def gate_open(uniform, band):
+    """WalkingGate: whether the motion is gait at each sample (vertical share of all motion, and of the walking
+    band against the device's turning rate discounted by heel-strike shock)."""
+    g = GATE
+    high = np.column_stack([lfilter(*HIGH, uniform[:, i] - uniform[0, i]) for i in range(3)])
+    in_band = np.column_stack([lfilter(*LOW, high[:, i]) for i in range(3)])
+    magnitude = np.sqrt((uniform ** 2).sum(axis=1))
+    shock = lfilter(*biquad('high', g['shock_hz']), magnitude - magnitude[0])
+    vertical = ema(band ** 2, g['energy_s'])
+    motion = ema((high ** 2).sum(axis=1), g['energy_s'])
+    shock_energy = ema(shock ** 2, g['energy_s'])
+    gravity = np.column_stack([ema(uniform[:, i], g['gravity_s'], uniform[0, i]) for i in range(3)])
+    direction = gravity / np.linalg.norm(gravity, axis=1, keepdims=True)
+    turn = ema(np.r_[0, np.linalg.norm(np.diff(direction, axis=0), axis=1) * RATE_HZ], g['turn_s'])
+    # vertical_slow >= (share + per_turn * turn / (1 + relief * shock / vertical)) * band_slow, multiplied through
+    # by (vertical + relief * shock) > 0, as WalkingGate computes it (no division)
+    v = vertical + 1e-9
+    discounted = v + g['shock_relief'] * shock_energy
+    return ((vertical >= g['vertical_share'] * motion)
+            & (ema(band ** 2, g['band_share_s']) * discounted
+               >= (g['band_share'] * discounted + g['band_share_per_turn'] * turn * v)
+               * ema((in_band ** 2).sum(axis=1), g['band_share_s'])))
+
+
+def detect(grid, value, gate=None):
+    """Gait cycles with adaptive hysteresis, counted only inside confirmed walking bouts; a bout is confirmed
+    only when the walking gate has been open since the third cycle of its run, and ends (without a closing
+    step) once the gate has been closed for bout_closed_s."""
     c, b = CYCLE, BOUT
+    if gate is None:
+        gate = np.ones(len(grid), bool)
+    open_since, closed_at = np.inf, np.inf
     decay = 1 - 1 / (RATE_HZ * c['decay_s'])
     rising, crest, crest_t, trough, trough_before, rise_t, env = False, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
     walking, last, period, size = False, -np.inf, 0.55, 0.0
@@ -81,7 +119,16 @@ def detect(grid, value):
             pre_t, pre_a = held_t[k - 1], held_a[k - 1]
             held_t, held_a = held_t[k:], held_a[k:]
 
-    for t, v in zip(grid.tolist(), value.tolist()):
+    for t, v, is_open in zip(grid.tolist(), value.tolist(), gate.tolist()):
+        if is_open:
+            closed_at = np.inf
+            if open_since == np.inf:
+                open_since = t
+        else:
+            if closed_at == np.inf:
+                closed_at = t
+            if t - closed_at > GATE['dropout_s']:
+                open_since = np.inf  # closed for longer than a jolt
         h = max(c['floor'], c['fraction'] * env)
         cycle = None
         if rising:
@@ -137,7 +184,11 @@ def detect(grid, value):
                     while max(held_a[k:]) > b['amplitude_spread'] * min(held_a[k:]):
                         k += 1
                     drop(len(held_t) - k)
-                    if len(held_t) >= b['confirm'] or is_short_bout(held_t, held_a):
+                    run = len(held_t) >= b['confirm'] or is_short_bout(held_t, held_a)
+                    gait = is_open and open_since <= held_t[min(b['gate_open_from_cycle'], len(held_t) - 1)]
+                    if run and not gait and len(held_t) >= b['confirm']:
+                        drop(b['confirm'] - 1)  # regular, but not gait: slide the run on
+                    elif run and gait:
                         period = float(np.median(np.diff(held_t))); size = float(np.median(held_a))
                         lead = held_t[0] - pre_t
                         if (b['initiation'] and (not steps or pre_t > steps[-1])
@@ -148,6 +199,8 @@ def detect(grid, value):
                         held_t, held_a = [], []; pre_t = -np.inf
         if walking and t - last > b['max_interval']:
             walking, held_t, held_a = end_bout()
+        elif walking and not is_open and t - closed_at > GATE['bout_closed_s']:
+            walking, held_t, held_a = False, [], []  # no longer gait: the bout ends where the motion changed
     return steps
 
 
@@ -166,7 +219,8 @@ def is_short_bout(held_t, held_a):
 def pipeline(t, xyz):
     steps = []
     for grid, uniform in resample(t, xyz):
-        steps += detect(grid, band_pass(np.sqrt((uniform ** 2).sum(axis=1))))
+        band = band_pass(np.sqrt((uniform ** 2).sum(axis=1)))
+        steps += detect(grid, band, gate_open(uniform, band))
     return steps
 
 

@@ -17,6 +17,8 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
     case software = 70
     /// EX_CANTCREAT: the daemon cannot create its socket or state directory.
     case cantCreate = 73
+    /// EX_IOERR: stepctl: standard output cannot be written (not a reader that closed it: that ends with 0).
+    case ioError = 74
     /// EX_TEMPFAIL: another stepd already serves that socket or holds that state directory.
     case tempFail = 75
     /// EX_NOPERM: permission refused (stepctl reset by a non-admin).

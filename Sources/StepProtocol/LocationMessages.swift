@@ -45,10 +45,12 @@ public struct PositionMessage: Codable, Sendable, Equatable {
     }
 }
 
-/// The GPS part of STATUS: `state` is `unavailable` (gpsd not reachable), `no_fix` or `fix`.
+/// The GPS part of STATUS: `state` is `unavailable` (gpsd not reachable, or GPS off), `no_fix` (gpsd connected,
+/// no current fix), `fix`, or `stale` (gpsd connected, but no new fix for 10 s: the receiver went quiet).
 public struct GPSStatus: Codable, Sendable, Equatable {
     public var state: String
-    /// The last error, kept after recovery so that a flapping link can be diagnosed.
+    /// Why it is `unavailable`; in the other states, the last failure of the link, kept after recovery so
+    /// that a flapping link can be diagnosed (absent when there was none).
     public var error: String?
     public var gpsd: String
     public var fixes_accepted: Int

@@ -6,8 +6,8 @@ public enum ProtocolVersion {
     public static let minor = 0
 }
 
-/// Messages the daemon sends. Each carries its `class`, as gpsd's JSON does (where in the object is not fixed:
-/// JSONEncoder does not keep the declaration order on Linux; clients read fields by name).
+/// Messages the daemon sends. Each carries its `class` first, as gpsd's JSON does, then its fields in the order
+/// declared here, which is docs/protocol.md's (Wire.line keeps it).
 public struct VersionMessage: Codable, Sendable {
     public static let messageClass = "VERSION"
     public var `class` = Self.messageClass
@@ -130,18 +130,18 @@ public struct StepsMessage: Codable, Sendable, Equatable {
     public var steps: Int
     /// When counting started: the daemon's first start, or the last reset (ISO-8601).
     public var since: String
-    public var cadence_spm: Double
-    public var distance_m: Double
-    public var detector: String
     /// CMPedometerData's fields: the period covered, and the pace.
     public var start: String
     public var end: String
+    public var cadence_spm: Double
     public var current_cadence_spm: Double
     public var current_pace_s_per_m: Double?
     public var average_active_pace_s_per_m: Double?
+    public var distance_m: Double
     public var stride_m: Double
     public var stride_calibrated: Bool
     public var activity: String
+    public var detector: String
     /// Present only when a barometer is present.
     public var floors_ascended: Int?
     public var floors_descended: Int?
@@ -268,34 +268,13 @@ public enum WatchClass: String, CaseIterable, Sendable {
     public static let defaultClasses: Set<WatchClass> = Set(allCases).subtracting([.motion])
 }
 
-/// Encodes a message as one protocol line (JSON without pretty printing, then a newline).
+/// Encodes a message as one protocol line (JSON without pretty printing, then a newline), its keys in
+/// declaration order: `class` first, then the fields as docs/protocol.md lists them (OrderedJSONEncoder).
 public enum Wire {
     public static func line<T: Encodable>(_ message: T) -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.withoutEscapingSlashes]
-        var data: Data
-        do {
-            data = try encoder.encode(message)
-        } catch {
-            // JSON has no infinity or NaN; a non-finite number (a sensor gone mad) is sent as null rather than
-            // the whole message failing. Only this rare path pays for the second encoding.
-            data = (try? withNonFiniteAsNull(message)) ?? Data("{\"class\":\"ERROR\",\"message\":\"encoding failed\"}".utf8)
-        }
+        // A non-finite number (a sensor gone mad) is written as null by the encoder rather than failing.
+        var data = (try? OrderedJSONEncoder.encode(message)) ?? Data("{\"class\":\"ERROR\",\"message\":\"encoding failed\"}".utf8)
         data.append(0x0A)
-        return data
-    }
-
-    /// Encodes with non-finite numbers as a marker string, then turns the quoted marker into `null`. The marker
-    /// starts with a control character, which no string of the daemon's holds (only an `id` chosen to match
-    /// could, and it would become null too: harmless).
-    static func withNonFiniteAsNull<T: Encodable>(_ message: T) throws -> Data {
-        let marker = "\u{1}nonfinite"
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.withoutEscapingSlashes]
-        encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: marker, negativeInfinity: marker, nan: marker)
-        let encoded = try encoder.encode(marker)  // the marker as the encoder writes it, quotes and escapes included
-        var data = try encoder.encode(message)
-        while let range = data.firstRange(of: encoded) { data.replaceSubrange(range, with: Data("null".utf8)) }
         return data
     }
 }

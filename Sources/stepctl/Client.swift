@@ -4,6 +4,8 @@ import StepProtocol
 /// Why stepctl could not get an answer from the daemon.
 enum ClientError: Error, CustomStringConvertible {
     case cannotConnect(path: String, reason: String)
+    /// The socket is there but this user may not connect (EACCES): the daemon makes it 0660 for its group.
+    case notPermitted(path: String, group: String)
     /// The daemon closed the connection; `message` is the ERROR it sent first, if it sent one.
     case closed(message: String?)
     /// The daemon answered the request with an ERROR.
@@ -15,6 +17,9 @@ enum ClientError: Error, CustomStringConvertible {
         switch self {
         case .cannotConnect(let path, let reason):
             return "cannot connect to stepd at \(path): \(reason) (is the daemon running? try --socket PATH)"
+        case .notPermitted(let path, let group):
+            return "cannot connect to stepd at \(path): permission denied; add yourself to group \(group) "
+                + "(usermod -aG \(group) $USER) and log in again"
         case .closed(let message?): return "stepd closed the connection: \(message)"
         case .closed(nil): return "the daemon closed the connection"
         case .daemon(let message): return "stepd: \(message)"
@@ -26,11 +31,29 @@ enum ClientError: Error, CustomStringConvertible {
     var exitStatus: ExitStatus {
         switch self {
         case .cannotConnect, .closed: return .unavailable
+        case .notPermitted: return .noPermission
         // The daemon's words for a refused permission (RequestError.notPermitted).
         case .daemon(let message) where message.contains("is not permitted"): return .noPermission
         case .daemon: return .failure
         case .unreadable: return .software
         }
+    }
+
+    /// The daemon went away (a restart) or is not there yet: `watch` and `graph` wait for it to come back.
+    var isConnectionLoss: Bool {
+        switch self {
+        case .cannotConnect, .closed: return true
+        default: return false
+        }
+    }
+
+    /// The group that owns the socket at `path` (stepd under systemd: stepd.socket's SocketGroup), or "stepd"
+    /// when the path cannot be examined (a directory this user may not search) or the group is root's (a
+    /// daemon started by hand as root), to which nobody should be added.
+    static func socketGroup(_ path: String) -> String {
+        var info = stat()
+        guard stat(path, &info) == 0, info.st_gid != 0, let entry = getgrgid(info.st_gid), let name = entry.pointee.gr_name else { return "stepd" }
+        return String(cString: name)
     }
 }
 
@@ -48,7 +71,9 @@ final class Client {
         address.sun_family = sa_family_t(AF_UNIX)
         guard path.utf8.count < MemoryLayout.size(ofValue: address.sun_path) else {
             close(fd)
-            throw ClientError.cannotConnect(path: path, reason: "path too long")
+            let limit = MemoryLayout.size(ofValue: address.sun_path) - 1
+            throw ClientError.cannotConnect(path: path.count > 80 ? String(path.prefix(80)) + "…" : path,
+                                            reason: "the path is \(path.utf8.count) bytes; a Unix socket's address holds at most \(limit)")
         }
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             raw.copyBytes(from: path.utf8)
@@ -58,9 +83,10 @@ final class Client {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         guard result == 0 else {
-            let reason = String(cString: strerror(errno))
+            let code = errno
             close(fd)
-            throw ClientError.cannotConnect(path: path, reason: reason)
+            if code == EACCES { throw ClientError.notPermitted(path: path, group: ClientError.socketGroup(path)) }
+            throw ClientError.cannotConnect(path: path, reason: String(cString: strerror(code)))
         }
         // VERSION, or an ERROR (too many clients) before the daemon closes the connection.
         let greeting = try readLine()
@@ -134,5 +160,46 @@ final class Client {
     private func errorLeftBehind() -> String? {
         while let line = try? readLine() { _ = line }
         return lastError
+    }
+}
+
+/// What `watch` and `graph` do when the daemon goes away: a `systemctl restart stepd` closes every connection,
+/// and a watcher that ended with it would have to be restarted by hand. They connect again, every half
+/// second, until the daemon is back, and say so once on standard error; `--once` ends them instead (69).
+struct DaemonFollower {
+    let options: ConnectionOptions
+    let watch: Request
+    let once: Bool
+    var lost: (ClientError) -> Void = { error in
+        Output.error("stepctl: \(error); waiting for stepd to come back (--once to exit instead)\n")
+    }
+    var back: () -> Void = { Output.error("stepctl: connected to stepd again\n") }
+
+    /// Connects, sends WATCH and hands the connection to `events`, which reads until it throws; again after a
+    /// lost connection. The first connection's failure, a daemon's ERROR, or any failure with `once`, is thrown.
+    /// `first`: a connection already watching, to start with.
+    func run(first: Client? = nil, _ events: (Client) throws -> Void) throws -> Never {
+        var connectedBefore = false, waiting = false
+        var first = first
+        while true {
+            do {
+                let client: Client
+                if let ready = first {
+                    client = ready
+                    first = nil
+                } else {
+                    client = try options.connect()
+                    _ = try client.request(watch, expecting: WatchMessage.self)
+                }
+                if waiting { back() }
+                waiting = false
+                connectedBefore = true
+                try events(client)
+            } catch let error as ClientError where connectedBefore && !once && error.isConnectionLoss {
+                if !waiting { lost(error) }
+                waiting = true
+                usleep(500_000)
+            }
+        }
     }
 }

@@ -83,7 +83,9 @@ struct Reset: ParsableCommand {
 }
 
 struct Watch: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Print events as they happen until interrupted.")
+    static let configuration = CommandConfiguration(
+        abstract: "Print events as they happen until interrupted.",
+        discussion: "When the daemon restarts, watch waits for it and goes on (a note on standard error); --once exits instead.")
     @OptionGroup var options: ConnectionOptions
 
     /// Everything but MOTION, which comes 10 to 60 times a second: `--classes MOTION` or `stepctl graph`.
@@ -92,20 +94,23 @@ struct Watch: ParsableCommand {
     @Option(help: "Classes to watch, comma-separated (default: \(Self.defaultClasses.joined(separator: ",")); MOTION only when named).")
     var classes: String?
 
+    @Flag(help: "Exit (69) when the daemon closes the connection, instead of waiting for it to come back.")
+    var once = false
+
     func run() throws {
+        let names = classes.map { $0.split(separator: ",").map { String($0).uppercased() } } ?? Self.defaultClasses
+        let watch = Request(command: .watch, fields: ["enable": .bool(true), "classes": .array(names.map(JSONValue.string))])
         try exitOnError {
-            let client = try options.connect()
-            let names = classes.map { $0.split(separator: ",").map { String($0).uppercased() } } ?? Self.defaultClasses
-            let watch = Request(command: .watch, fields: ["enable": .bool(true), "classes": .array(names.map(JSONValue.string))])
-            _ = try client.request(watch, expecting: WatchMessage.self)
-            while true {
-                let raw = try client.readLine()
-                // An event this stepctl cannot read (a class or fields of a newer daemon) is shown as its JSON.
-                guard !options.json, let event = try? DaemonEvent(line: raw) else {
-                    emit(String(decoding: raw, as: UTF8.self))
-                    continue
+            try DaemonFollower(options: options, watch: watch, once: once).run { client in
+                while true {
+                    let raw = try client.readLine()
+                    // An event this stepctl cannot read (a class or fields of a newer daemon) is shown as its JSON.
+                    guard !options.json, let event = try? DaemonEvent(line: raw) else {
+                        emit(String(decoding: raw, as: UTF8.self))
+                        continue
+                    }
+                    emit(describe(event: event))
                 }
-                emit(describe(event: event))
             }
         }
     }

@@ -15,6 +15,9 @@ struct Graph: ParsableCommand {
     @Option(help: "Samples per second to ask for (at most 60).")
     var rate: Double = 30
 
+    @Flag(help: "Exit (69) when the daemon closes the connection, instead of waiting for it to come back.")
+    var once = false
+
     func validate() throws {
         guard sensitivity > 0 else { throw ValidationError("--sensitivity must be positive") }
         guard rate > 0, rate <= 60 else { throw ValidationError("--rate must be between 0 and 60") }
@@ -22,67 +25,91 @@ struct Graph: ParsableCommand {
 
     func run() throws {
         if !options.json, isatty(STDOUT_FILENO) == 0 {
-            FileHandle.standardError.write(Data(("stepctl: graph draws on a terminal, and standard output is not one; "
-                + "use `stepctl graph --json` for MOTION as JSON lines, or `stepctl watch --classes MOTION`\n").utf8))
+            Output.error(("stepctl: graph draws on a terminal, and standard output is not one; "
+                + "use `stepctl graph --json` for MOTION as JSON lines, or `stepctl watch --classes MOTION`\n"))
             throw ExitCode(ExitStatus.usage.rawValue)
         }
-        let client = try exitOnError { try options.connect() }
         let watch = Request(command: .watch, fields: [
             "enable": .bool(true), "classes": .array([.string(WatchClass.motion.rawValue)]), "rate_hz": .number(rate),
         ])
-        _ = try exitOnError { try client.request(watch, expecting: WatchMessage.self) }
         if options.json {
             // The MOTION lines as the daemon sends them, for a script or a plotting program.
             try exitOnError {
-                while true {
-                    let raw = try client.readLine()
-                    if raw.range(of: Data("\"MOTION\"".utf8)) != nil { emit(String(decoding: raw, as: UTF8.self)) }
+                try DaemonFollower(options: options, watch: watch, once: once).run { client in
+                    while true {
+                        let raw = try client.readLine()
+                        if raw.range(of: Data("\"MOTION\"".utf8)) != nil { emit(String(decoding: raw, as: UTF8.self)) }
+                    }
                 }
             }
+        }
+        // The first connection is made here, so that a daemon that is not there is said before the screen changes.
+        let first = try exitOnError { () -> Client in
+            let client = try options.connect()
+            _ = try client.request(watch, expecting: WatchMessage.self)
+            return client
         }
         let size = TerminalSize.current()
         let plot = SeismometerView(width: size.columns, height: size.rows, fullScale: sensitivity)
         Terminal.enter()
-        let interrupts = [SIGINT, SIGTERM].map { number -> DispatchSourceSignal in
+        var sources = [SIGINT, SIGTERM].map { number -> DispatchSourceSignal in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
             source.setEventHandler { Terminal.leave(); Foundation.exit(0) }
             source.resume()
             return source
         }
+        // A resized terminal (SIGWINCH) gets a chart of its new size at once, not a stale frame cut or wrapped.
+        signal(SIGWINCH, SIG_IGN)
+        let resized = DispatchSource.makeSignalSource(signal: SIGWINCH, queue: .main)
+        resized.setEventHandler {
+            let size = TerminalSize.current()
+            plot.resize(width: size.columns, height: size.rows)
+            Terminal.clear()
+            Terminal.draw(plot.render())
+        }
+        resized.resume()
+        sources.append(resized)
+        let follower = DaemonFollower(options: options, watch: watch, once: once,
+                                      lost: { _ in plot.note = "stepd went away; waiting for it to come back"; Terminal.draw(plot.render()) },
+                                      back: { plot.note = nil })
         let reader = Thread {
             var lastDraw = Date.distantPast
-            while true {
-                guard let raw = try? client.readLine() else {
-                    DispatchQueue.main.async {
-                        Terminal.leave()
-                        FileHandle.standardError.write(Data("stepctl: the daemon closed the connection\n".utf8))
-                        Foundation.exit(ExitStatus.unavailable.rawValue)
+            do {
+                try follower.run(first: first) { client in
+                    while true {
+                        let raw = try client.readLine()
+                        // A MOTION with a number that is not finite (sent as null) cannot be drawn, and is skipped.
+                        guard case .motion(let motion)? = try? DaemonEvent(line: raw) else { continue }
+                        plot.add(vertical: motion.vertical_accel, pitch: motion.pitch_deg, roll: motion.roll_deg,
+                                 vibration: motion.vibration_rms)
+                        if Date().timeIntervalSince(lastDraw) >= 0.05 {
+                            lastDraw = Date()
+                            Terminal.draw(plot.render())
+                        }
                     }
-                    return
                 }
-                // A MOTION with a number that is not finite (sent as null) cannot be drawn, and is skipped.
-                guard case .motion(let motion)? = try? DaemonEvent(line: raw) else { continue }
-                plot.add(vertical: motion.vertical_accel, pitch: motion.pitch_deg, roll: motion.roll_deg,
-                         vibration: motion.vibration_rms)
-                if Date().timeIntervalSince(lastDraw) >= 0.05 {
-                    lastDraw = Date()
-                    Terminal.draw(plot.render())
+            } catch {
+                DispatchQueue.main.async {
+                    Terminal.leave()
+                    Output.error("stepctl: \(error)\n")
+                    Foundation.exit((error as? ClientError)?.exitStatus.rawValue ?? ExitStatus.unavailable.rawValue)
                 }
             }
         }
         reader.start()
-        withExtendedLifetime(interrupts) { dispatchMain() }
+        withExtendedLifetime(sources) { dispatchMain() }
     }
 }
 
 /// Draws the strip chart and gauge into lines of text; pure, so it can be tested and run anywhere.
 // @unchecked: every stored var is read and written only under `lock` (the reader thread adds and draws).
 final class SeismometerView: @unchecked Sendable {
-    let width: Int
-    let height: Int
+    private(set) var width: Int
+    private(set) var height: Int
     let fullScale: Double
     private var values: [Double] = []
+    private var _note: String?
     private var latest = (vertical: 0.0, pitch: 0.0, roll: 0.0, vibration: 0.0)
     private let lock = NSLock()
 
@@ -90,6 +117,20 @@ final class SeismometerView: @unchecked Sendable {
         self.width = max(40, min(width, 200))
         self.height = max(20, min(height, 60))
         self.fullScale = fullScale
+    }
+
+    /// Follows the terminal's new size; the newest samples that still fit are kept.
+    func resize(width: Int, height: Int) {
+        lock.lock(); defer { lock.unlock() }
+        self.width = max(40, min(width, 200))
+        self.height = max(20, min(height, 60))
+        if values.count > self.width - 8 { values.removeFirst(values.count - (self.width - 8)) }
+    }
+
+    /// A line shown in place of "Ctrl-C to quit" (the daemon gone, waiting for it).
+    var note: String? {
+        get { lock.lock(); defer { lock.unlock() }; return _note }
+        set { lock.lock(); _note = newValue; lock.unlock() }
     }
 
     func add(vertical: Double, pitch: Double, roll: Double, vibration: Double) {
@@ -126,7 +167,7 @@ final class SeismometerView: @unchecked Sendable {
         lines.append(contentsOf: gauge(rows: 8))
         lines.append(pad(String(format: " vertical %+6.2f m/s²   pitch %+6.1f°   roll %+6.1f°   vibration %5.3f m/s²",
                                 latest.vertical, latest.pitch, latest.roll, latest.vibration)))
-        lines.append(pad(" Ctrl-C to quit"))
+        lines.append(pad(_note.map { " \($0) · Ctrl-C to quit" } ?? " Ctrl-C to quit"))
         while lines.count < height { lines.append(pad("")) }
         return Array(lines.prefix(height))
     }
@@ -174,9 +215,8 @@ struct TerminalSize {
 /// The alternate screen, hidden cursor, and drawing from the top left without scrolling.
 enum Terminal {
     static func enter() { write("\u{1B}[?1049h\u{1B}[?25l\u{1B}[2J") }
+    static func clear() { write("\u{1B}[2J") }
     static func leave() { write("\u{1B}[?25h\u{1B}[?1049l") }
     static func draw(_ lines: [String]) { write("\u{1B}[H" + lines.joined(separator: "\r\n")) }
-    private static func write(_ s: String) {
-        FileHandle.standardOutput.write(Data(s.utf8))
-    }
+    private static func write(_ s: String) { Output.write(s) }
 }

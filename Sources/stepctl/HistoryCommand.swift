@@ -19,7 +19,7 @@ struct History: ParsableCommand {
     @Option(help: "How far back: 7d (today and 6 days before), 12h, 90m, a local date (2026-11-20), or an ISO-8601 time.")
     var since: String?
 
-    @Option(help: "The end (ISO-8601; default now).")
+    @Option(help: "The end: a local date (through the end of that day) or an ISO-8601 time (default now).")
     var until: String?
 
     @Option(help: "Bin size: minute, hour or day (default: hour for --today, day for --since in days).")
@@ -31,7 +31,7 @@ struct History: ParsableCommand {
             throw ValidationError("--bin must be minute, hour or day")
         }
         if let since { _ = try Self.parseSince(since, now: Date()) }
-        if let until, Timestamp.date(until) == nil { throw ValidationError("--until must be an ISO-8601 time") }
+        if let until { _ = try Self.parseUntil(until, option: "--until") }
     }
 
     func run() throws {
@@ -46,7 +46,7 @@ struct History: ParsableCommand {
             from = parsed.from
             size = bin ?? parsed.defaultBin
         }
-        let to = until.flatMap(Timestamp.date) ?? now
+        let to = try until.map { try Self.parseUntil($0, calendar: calendar, option: "--until") } ?? now
         let request = Request(command: .history, fields: [
             "from": .string(Timestamp.string(from, in: calendar.timeZone)),
             "to": .string(Timestamp.string(to, in: calendar.timeZone)), "bin": .string(size),
@@ -72,16 +72,14 @@ struct History: ParsableCommand {
     }
 
     /// "7d" → local midnight six days ago (day bins); "12h", "90m" → that long ago; "2026-11-20" → that local
-    /// midnight (day bins); an ISO-8601 time as is.
-    static func parseSince(_ text: String, now: Date, calendar: Calendar = .current) throws -> (from: Date, defaultBin: String) {
+    /// midnight (day bins); an ISO-8601 time as is. The one reading of a start time: history's --since, track's
+    /// and visits' --from.
+    static func parseSince(_ text: String, now: Date, calendar: Calendar = .current,
+                           option: String = "--since") throws -> (from: Date, defaultBin: String) {
         if let date = Timestamp.date(text) { return (date, "hour") }
-        let day = DateFormatter()
-        day.locale = Locale(identifier: "en_US_POSIX")
-        day.timeZone = calendar.timeZone
-        day.dateFormat = "yyyy-MM-dd"
-        if let midnight = day.date(from: text) { return (calendar.startOfDay(for: midnight), "day") }
+        if let midnight = localDate(text, calendar: calendar) { return (midnight, "day") }
         guard let unit = text.last, let amount = Int(text.dropLast()), amount > 0 else {
-            throw ValidationError("--since must look like 7d, 12h, 90m or an ISO-8601 time, not '\(text)'")
+            throw ValidationError("\(option) must look like 2026-11-20, 7d, 12h, 90m or an ISO-8601 time, not '\(text)'")
         }
         switch unit {
         case "d":
@@ -89,8 +87,24 @@ struct History: ParsableCommand {
             return (start, "day")
         case "h": return (now.addingTimeInterval(-Double(amount) * 3600), "hour")
         case "m": return (now.addingTimeInterval(-Double(amount) * 60), "minute")
-        default: throw ValidationError("--since must end in d, h or m, not '\(unit)'")
+        default: throw ValidationError("\(option) must end in d, h or m, not '\(unit)'")
         }
+    }
+
+    /// An end time: an ISO-8601 time as is, or a local date through its end (the next local midnight).
+    static func parseUntil(_ text: String, calendar: Calendar = .current, option: String = "--until") throws -> Date {
+        if let date = Timestamp.date(text) { return date }
+        if let midnight = localDate(text, calendar: calendar) { return calendar.date(byAdding: .day, value: 1, to: midnight)! }
+        throw ValidationError("\(option) must be a local date (2026-11-20) or an ISO-8601 time such as 2026-11-22T08:00:00Z, not '\(text)'")
+    }
+
+    /// "2026-11-20" → that day's local midnight in `calendar`'s zone.
+    private static func localDate(_ text: String, calendar: Calendar) -> Date? {
+        let day = DateFormatter()
+        day.locale = Locale(identifier: "en_US_POSIX")
+        day.timeZone = calendar.timeZone
+        day.dateFormat = "yyyy-MM-dd"
+        return day.date(from: text).map { calendar.startOfDay(for: $0) }
     }
 
     /// The local days from `from` up to `to`, as YYYY-MM-DD.

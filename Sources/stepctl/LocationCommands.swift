@@ -15,27 +15,36 @@ struct Position: ParsableCommand {
     }
 }
 
-/// `--from`/`--to`: the saved history instead of the path kept since the daemon started.
+/// `--from`/`--to`/`--today`: the saved history instead of the path kept since the daemon started. Times are
+/// read as `history` reads them (History.parseSince, History.parseUntil): dates are the daemon's days.
 struct StoredRangeOptions: ParsableArguments {
-    @Option(help: "Read the saved history from this time (ISO-8601) instead of the path kept in memory.")
+    @Option(help: "Read the saved history from this time instead of the path kept in memory: a local date (2026-11-26), 7d (today and 6 days before), 12h, 90m, or an ISO-8601 time.")
     var from: String?
 
-    @Option(help: "The end of the saved range (ISO-8601; default now).")
+    @Option(help: "The end of the saved range: a local date (through the end of that day) or an ISO-8601 time (default now).")
     var to: String?
 
+    @Flag(help: "Today, from the daemon's local midnight (the saved history).")
+    var today = false
+
     func validate() throws {
-        for (name, value) in [("--from", from), ("--to", to)] {
-            if let value, Timestamp.date(value) == nil {
-                throw ValidationError("\(name) must be an ISO-8601 time such as 2026-11-22T08:00:00Z, not '\(value)'")
-            }
-        }
+        if today, from != nil { throw ValidationError("give --today or --from, not both") }
+        if let from { _ = try History.parseSince(from, now: Date(), option: "--from") }
+        if let to { _ = try History.parseUntil(to, option: "--to") }
     }
 
-    /// The request fields.
-    var fields: [String: JSONValue] {
+    /// The request fields; a date, a relative time or --today asks the daemon for its time zone first.
+    func fields(_ client: Client) throws -> [String: JSONValue] {
+        guard today || from != nil || to != nil else { return [:] }
+        let calendar = calendar(in: try daemonTimeZone(client))
+        let now = Date()
         var fields: [String: JSONValue] = [:]
-        if let from { fields["from"] = .string(from) }
-        if let to { fields["to"] = .string(to) }
+        if today { fields["from"] = .string(Timestamp.string(calendar.startOfDay(for: now), in: calendar.timeZone)) }
+        if let from {
+            let start = try History.parseSince(from, now: now, calendar: calendar, option: "--from").from
+            fields["from"] = .string(Timestamp.string(start, in: calendar.timeZone))
+        }
+        if let to { fields["to"] = .string(Timestamp.string(try History.parseUntil(to, calendar: calendar, option: "--to"), in: calendar.timeZone)) }
         return fields
     }
 }
@@ -59,15 +68,18 @@ struct Track: ParsableCommand {
 
     func run() throws {
         let format = gpx ? TrackFormat.gpx : .geojson
-        let request = Request(command: .track, fields: range.fields.merging(["format": .string(format.rawValue)]) { $1 })
-        let (track, raw) = try exitOnError { try options.connect().request(request, expecting: TrackMessage.self) }
+        let (track, raw) = try exitOnError { () -> (TrackMessage, Data) in
+            let client = try options.connect()
+            let request = Request(command: .track, fields: try range.fields(client).merging(["format": .string(format.rawValue)]) { $1 })
+            return try client.request(request, expecting: TrackMessage.self)
+        }
         if options.json { return emit(String(decoding: raw, as: UTF8.self)) }
         if gpx || geojson {
             // The document itself, unchanged, so that it can be redirected to a file.
-            FileHandle.standardOutput.write(Data(track.document.utf8))
-            if format == .geojson { FileHandle.standardOutput.write(Data("\n".utf8)) }
+            Output.write(format == .geojson ? track.document + "\n" : track.document)
             return
         }
+        if track.points == 0 { return emit("no track yet") }
         emit("\(number(track.distance_m)) m over \(track.points) points, \(track.start ?? "-") to \(track.end ?? "-")")
     }
 }
@@ -79,7 +91,8 @@ struct Visits: ParsableCommand {
 
     func run() throws {
         let (reply, raw) = try exitOnError {
-            try options.connect().request(Request(command: .visits, fields: range.fields), expecting: VisitsMessage.self)
+            let client = try options.connect()
+            return try client.request(Request(command: .visits, fields: try range.fields(client)), expecting: VisitsMessage.self)
         }
         if options.json { return emit(String(decoding: raw, as: UTF8.self)) }
         if reply.visits.isEmpty { return emit("no visits yet") }
@@ -106,8 +119,13 @@ func describe(visit v: VisitMessage) -> String {
 /// The `gps` line of `stepctl status`.
 func describe(gps g: GPSStatus?) -> String {
     guard let g else { return "-" }
+    // Switched off with --no-gps is a choice, said as the dashboard says it (app.js), not as a failure.
+    if g.state == "unavailable", g.error?.hasPrefix("GPS disabled") == true { return "GPS off (--no-gps)" }
     var text = "\(g.state) via gpsd \(g.gpsd), \(g.fixes_accepted) fixes"
     if let age = g.last_fix_age_s { text += ", last \(number(age)) s ago" }
-    if let error = g.error, g.state != "fix" { text += " (\(error))" }
+    if let error = g.error {
+        // The reason it is unavailable; otherwise an old failure, which must not read as the state's cause.
+        text += g.state == "unavailable" ? " (\(error))" : "; last error: \(error)"
+    }
     return text
 }

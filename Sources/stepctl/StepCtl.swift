@@ -15,8 +15,28 @@ struct StepCtl: ParsableCommand {
     static func main() {
         // A daemon that closes the connection is an error to report (Client), never a SIGPIPE death.
         signal(SIGPIPE, SIG_IGN)
+        refuseOverlongArguments()
         main(GlobalOptions.movedAfterCommand(Array(CommandLine.arguments.dropFirst()),
                                              commands: configuration.subcommands.compactMap { $0.configuration.commandName ?? defaultName(of: $0) }))
+    }
+
+    /// No value stepctl takes is longer than PATH_MAX less its NUL. A longer argument is refused before
+    /// ArgumentParser, whose message would repeat it whole, and before a message that names it (a socket path).
+    static let maximumArgumentBytes = 4095
+
+    private static func refuseOverlongArguments() {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        guard let index = arguments.firstIndex(where: { $0.utf8.count > maximumArgumentBytes }) else { return }
+        let argument = arguments[index]
+        var name = "an argument"
+        if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
+            name = String(argument[..<equals])
+        } else if index > 0, arguments[index - 1].hasPrefix("--") {
+            name = arguments[index - 1]
+        }
+        Output.error("stepctl: \(name): expected at most \(maximumArgumentBytes) bytes, found \"\(argument.prefix(40))…\" "
+                     + "(\(argument.utf8.count) bytes)\n")
+        Foundation.exit(ExitStatus.usage.rawValue)
     }
 
     private static func defaultName(of command: ParsableCommand.Type) -> String {
@@ -70,10 +90,9 @@ struct ConnectionOptions: ParsableArguments {
     }
 }
 
-/// Prints one line to stdout and flushes, so pipes see it at once.
+/// Prints one line to stdout and flushes, so pipes see it at once (Output: a closed pipe ends stepctl quietly).
 func emit(_ line: String) {
-    print(line)
-    fflush(stdout)
+    Output.write(line + "\n")
 }
 
 /// "12.3", or "-" for a number the daemon did not send.
@@ -86,7 +105,7 @@ func number(_ value: Double?, decimals: Int = 1) -> String {
 /// table in stepctl(1): 69 no daemon or connection closed, 77 permission refused, 1 any other ERROR.
 func exitOnError<T>(_ body: () throws -> T) throws -> T {
     do { return try body() } catch let error as ClientError {
-        FileHandle.standardError.write(Data("stepctl: \(error)\n".utf8))
+        Output.error("stepctl: \(error)\n")
         throw ExitCode(error.exitStatus.rawValue)
     }
 }

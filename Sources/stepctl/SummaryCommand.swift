@@ -7,7 +7,9 @@ struct Summary: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "One line to share: the steps walked today and how far.")
     @OptionGroup var options: ConnectionOptions
 
+    /// Written as a daemon's message: `class` first, then the fields in this order.
     struct Result: Encodable {
+        var `class` = "SUMMARY"
         var steps: Int
         var distance_m: Double
         /// Floors climbed, when a barometer counts them.
@@ -20,9 +22,7 @@ struct Summary: ParsableCommand {
         let client = try exitOnError { try options.connect() }
         let result = try exitOnError { try today(client) }
         if options.json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            emit(String(decoding: try encoder.encode(result), as: UTF8.self))
+            emit(String(decoding: try OrderedJSONEncoder.encode(result), as: UTF8.self))
         } else {
             emit(result.text)
         }

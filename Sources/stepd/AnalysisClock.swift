@@ -23,7 +23,7 @@ struct AnalysisClock: Sendable {
 
     /// Days for ActivityAnalysis: local calendar days as yyyymmdd when absolute; else 86,400 s from zero.
     var dayOf: @Sendable (Double) -> Int {
-        guard isAbsolute else { return { Int(($0 / 86_400).rounded(.down)) } }
+        guard isAbsolute else { return { Int(flooringClamped: $0 / 86_400) } }
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = timeZone
         return { [calendar] t in

@@ -143,7 +143,8 @@ final class AnalysisOutputs {
     static func decimal(_ value: Double) -> String {
         guard value.isFinite else { return "" }
         let rounded = (value * 10).rounded() / 10
-        return rounded == rounded.rounded() ? String(Int(rounded)) : String(format: "%.1f", rounded)
+        // Whole numbers without ".0"; Int(_:) only where it cannot trap.
+        return rounded == rounded.rounded() && abs(rounded) < 1e15 ? String(Int(rounded)) : String(format: "%.1f", rounded)
     }
 }
 

@@ -13,9 +13,12 @@ struct Bench: ParsableCommand {
             counts, absolute percentage error and step F1 (detected instants paired one-to-one with true ones \
             within the tolerance, after subtracting the detector's median lag). Foot-switch ground truth is \
             scored after repair (GroundTruthRepair), with the recorded-truth figure beside it; traces whose \
-            meta.json gives a walking bout are also scored inside it. Then the report delay and the throughput of \
-            the first detector's pipeline on one core, each recording streamed from its file (never held whole), \
-            with the split of the time between gunzip, parsing and the pipeline.
+            meta.json gives a walking bout are also scored inside it, and traces with activity segments (stairs up, \
+            stairs down, walking, standing) one activity at a time. Step-free recordings (meta.json "step_free": \
+            true, such as the hand activities that scripts/step-free-traces converts) are reported apart, as false \
+            steps per hour of recording. Then the report delay and the throughput of the first detector's pipeline \
+            on one core, each recording streamed from its file (never held whole), with the split of the time \
+            between gunzip, parsing and the pipeline.
             """)
 
     @Option(name: .customLong("detector"), help: "Detectors to score (repeatable); the first is timed. Default: the default detector and threshold.")
@@ -67,7 +70,17 @@ struct Bench: ParsableCommand {
             let repair = truth == .repaired || (truth == .auto && trace.meta.footSwitchTruth)
             let scoredTruth = repair ? GroundTruthRepair.repaired(trace.truth) : trace.truth
             var row = BenchTable.Row(folder: trace.folder, trace: trace.name, placement: trace.meta.placement, repaired: repair)
-            for steps in try Self.detect(trace, kinds: kinds, latency: &latency) {
+            row.stepFree = trace.meta.stepFree
+            row.activity = trace.meta.activity
+            let (detected, recordedSeconds) = try Self.detect(trace, kinds: kinds, latency: &latency)
+            row.recordedSeconds = recordedSeconds
+            row.byActivity = trace.meta.segments.map { segment in
+                (segment.activity, detected.map { steps in
+                    StepMatching.accuracy(trueTimes: scoredTruth, detectedTimes: steps, within: segment.windows,
+                                          toleranceSeconds: toleranceSeconds)
+                })
+            }
+            for steps in detected {
                 row.scores.append(StepMatching.accuracy(trueTimes: scoredTruth, detectedTimes: steps, toleranceSeconds: toleranceSeconds))
                 row.recorded.append(StepMatching.accuracy(trueTimes: trace.truth, detectedTimes: steps, toleranceSeconds: toleranceSeconds))
                 if let bout = trace.meta.walkingBout {
@@ -82,16 +95,24 @@ struct Bench: ParsableCommand {
         if throughputSeconds > 0 { try printThroughput(traces: traces, kind: kinds[0]) }
     }
 
-    /// One streaming pass over a trace: every detector's pipeline, and the report delay of the first.
-    static func detect(_ trace: Trace, kinds: [StepDetectorKind], latency: inout LatencyProbe) throws -> [[Double]] {
+    /// One streaming pass over a trace: every detector's pipeline, and the report delay of the first. Also returns
+    /// the seconds recorded: the sum of the sampling intervals, less any gap the pipeline restarts after.
+    static func detect(_ trace: Trace, kinds: [StepDetectorKind], latency: inout LatencyProbe) throws -> (steps: [[Double]], recordedSeconds: Double) {
         let pipelines = kinds.map { StepPipeline(detector: $0.make(sampleRateHz: 60)) }
         var steps = Array(repeating: [Double](), count: kinds.count)
+        var recorded = 0.0, last = Double.nan
+        let gap = pipelines.first?.resampler.maximumGapSeconds ?? 0.5
         latency.startTrace()
         try RecordingReader.stream(path: trace.accelPath) { chunk in
             for (k, pipeline) in pipelines.enumerated() { pipeline.process(chunk.samples) { steps[k].append($0) } }
             latency.feed(chunk.samples)
+            for sample in chunk.samples {
+                let interval = sample.time - last
+                if interval > 0 && interval <= gap { recorded += interval }
+                last = sample.time
+            }
         }
-        return steps
+        return (steps, recorded)
     }
 
     /// How long after its instant each step is reported: steps that come alone are inside a bout; steps that

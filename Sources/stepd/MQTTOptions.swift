@@ -31,8 +31,8 @@ struct MQTTOptions: ParsableArguments {
     /// a password file others may read, or another user owns, is 78.
     func configuration() throws -> FleetConfiguration? {
         guard let broker = try flags.check() else { return nil }
-        var configuration = FleetConfiguration(broker: broker, deviceID: deviceID ?? FleetConfiguration.defaultDeviceID(),
-                                               topicPrefix: topicPrefix)
+        var configuration = deviceID.map { FleetConfiguration(broker: broker, deviceID: $0, topicPrefix: topicPrefix) }
+            ?? FleetConfiguration(broker: broker, defaultIdentityWithTopicPrefix: topicPrefix)
         configuration.keepaliveSeconds = keepaliveSeconds
         for (flag, path) in [("mqtt-ca-file", caFile), ("mqtt-cert-file", certFile), ("mqtt-key-file", keyFile)] {
             guard let path else { continue }

@@ -106,6 +106,7 @@ private struct PassState {
                 if result.firstClockBack == nil { result.firstClockBack = (lines[index], seconds) }
             }
         }
+        try Self.checkRepairedClock(chunk, path: result.path)
         if firstIndex == 0 { result.firstTime = chunk.samples.first { $0.time.isFinite }?.time }
         let t0 = RecordingReader.monotonicSeconds()
         var steps = stepBuffer
@@ -126,6 +127,20 @@ private struct PassState {
             try floors?.advance(to: latest)
             activity.advance(to: latest, minute: { outputs.minute($0) }, bout: { outputs.bout($0) })
         }
+    }
+
+    /// The reader keeps every time within ±RecordingReader.maximumTimeSeconds, but moving the samples after
+    /// each jump back to follow on adds up: a file that jumps back and forth by 10^12 s pushes the clock past
+    /// it within a few thousand rows. Such a file is refused at the row where it happens, as a time the reader
+    /// refuses is (65), before a clock that no longer tells samples apart reaches the analysis.
+    private static func checkRepairedClock(_ chunk: RecordingChunk, path: String) throws {
+        let limit = RecordingReader.maximumTimeSeconds
+        // Repaired times only go forward: the chunk's last finite one is its largest.
+        guard let last = chunk.samples.last(where: { $0.time.isFinite })?.time, last > limit,
+              let index = chunk.samples.firstIndex(where: { $0.time > limit }) else { return }
+        throw AnalysisFailure(description: "\(path):\(chunk.lines[index]): with the samples after each jump back of the "
+                              + "clock moved to follow on, the time passes 10^12 s here; expected times t in seconds "
+                              + "from -10^12 to 10^12", status: .dataError)
     }
 
     mutating func finish(pipeline: StepPipeline, result: inout AnalysisResult) throws {

@@ -49,6 +49,7 @@ struct Run: ParsableCommand {
 
     mutating func run() throws {
         if iio.listDevices { return try iio.listAccelerometers() }
+        CrashTrace.enableByRestarting()  // first: it may start this process again, with the backtracer set
         try applyConfigurationFile()
         let level = Logger.Level(rawValue: logLevel) ?? .info
         let style = DaemonLogHandler.Style.detect()
@@ -122,7 +123,7 @@ struct Run: ParsableCommand {
         fflush(stdout)
         runtime.notifyReady(server: server)
 
-        ShutdownHandler.whenSignalled {
+        ShutdownHandler.whenSignalled(state: { runtime.statusText() + "; \(server.clientCount) clients" }) {
             source.source.stop()
             barometer?.stop()
             gpsSource?.stop()

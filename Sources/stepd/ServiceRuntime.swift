@@ -100,7 +100,8 @@ final class ServiceRuntime {
         fflush(stdout)
     }
 
-    private func statusText() -> String {
+    /// The state in one line: systemd's STATUS, and what SIGUSR1 logs.
+    func statusText() -> String {
         let s = engine.snapshot
         var text = "\(s.steps) steps since \(Timestamp.string(s.since)); source \(s.sourceState.name)"
         let st = store.status

@@ -3,6 +3,9 @@ import Foundation
 import Logging
 
 /// The one place that catches SIGTERM and SIGINT: stop the source, let the queue finish, close the socket, exit 0.
+/// SIGHUP, SIGUSR1 and SIGUSR2, whose default action would kill the daemon without its final save, are caught
+/// too (issue 25): SIGHUP and SIGUSR2 are logged and ignored (stepd.conf is read at start only), SIGUSR1 logs
+/// the daemon's state, as STATUS says it to systemd (docs/man/stepd.8, SIGNALS).
 ///
 /// The signals are caught before anything starts (`catchSignals`), and handled on the main queue, which runs
 /// only once start-up is over (`dispatchMain`): a signal that comes while the socket is being bound waits for
@@ -12,17 +15,15 @@ import Logging
 enum ShutdownHandler {
     private static var sources: [DispatchSourceSignal] = []
     private static var stop: () -> Void = {}
+    private static var state: () -> String = { "starting" }
 
     static func catchSignals(logger: Logger) {
         var caught = sigset_t()
         sigemptyset(&caught)
-        sigaddset(&caught, SIGTERM)
-        sigaddset(&caught, SIGINT)
+        for number in [SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2] { sigaddset(&caught, number) }
         pthread_sigmask(SIG_BLOCK, &caught, nil)
         for number in [SIGTERM, SIGINT] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
-            source.setEventHandler {
+            handle(number) {
                 logger.notice("signal \(number): shutting down")
                 stop()
                 // The store is closed and the socket removed: leave without running exit handlers and static
@@ -30,15 +31,28 @@ enum ShutdownHandler {
                 fflush(nil)
                 _exit(0)
             }
-            source.resume()
-            sources.append(source)
         }
+        handle(SIGHUP) {
+            logger.notice("SIGHUP ignored: stepd reads its configuration only at start; restart it to apply a change (systemctl restart stepd)")
+        }
+        handle(SIGUSR1) { logger.notice("SIGUSR1: \(state())") }
+        handle(SIGUSR2) { logger.notice("SIGUSR2 ignored") }
         signal(SIGPIPE, SIG_IGN)
     }
 
-    /// What a signal does once the daemon serves; set on the main thread before `dispatchMain`.
-    static func whenSignalled(_ actions: @escaping () -> Void) {
+    private static func handle(_ number: Int32, _ body: @escaping () -> Void) {
+        signal(number, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
+        source.setEventHandler(handler: body)
+        source.resume()
+        sources.append(source)
+    }
+
+    /// What a signal does once the daemon serves; set on the main thread before `dispatchMain`. `state` is the
+    /// line SIGUSR1 logs.
+    static func whenSignalled(state: @escaping () -> String, _ actions: @escaping () -> Void) {
         dispatchPrecondition(condition: .onQueue(.main))
+        self.state = state
         stop = actions
     }
 }

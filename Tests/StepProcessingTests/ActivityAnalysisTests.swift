@@ -133,4 +133,29 @@ final class ActivityAnalysisTests: XCTestCase {
         let recorded = covered.reduce(0) { $0 + $1.1 - $1.0 }
         XCTAssertEqual(recorded, 0.4 + 0.3, accuracy: 1e-9, "the hour not recorded is not covered")
     }
+
+    /// Minute and day indexes from any time, however corrupt: no trap converting to Int, and no loop that
+    /// waits for a double to move by a minute where it no longer can (beyond 2^59 s a minute is below its
+    /// resolution). The reader refuses such times first; the arithmetic is total regardless.
+    func testMinutesAndDaysOfAbsurdTimesNeitherTrapNorHang() {
+        for t in [1e20, 1e300, -1e300, 7e17, .nan] {
+            var analysis = ActivityAnalysis()
+            analysis.cover(from: t, to: t + 1e6)
+            analysis.step(at: t) { _ in }
+            analysis.step(at: t + 1) { _ in }
+            var minutes: [MinuteBin] = []
+            analysis.advance(to: t + 300, minute: { minutes.append($0) }, bout: { _ in })
+            analysis.finish(minute: { minutes.append($0) }, bout: { _ in })
+            XCTAssertEqual(analysis.totalSteps, 2, "\(t)")
+            XCTAssertEqual(minutes.reduce(0) { $0 + $1.steps }, 2, "\(t): the minutes add up to the total")
+        }
+    }
+
+    func testClampedIndexesAreTotal() {
+        XCTAssertEqual(Int(flooringClamped: 1e300), 1 << 62)
+        XCTAssertEqual(Int(flooringClamped: -.infinity), -(1 << 62))
+        XCTAssertEqual(Int(flooringClamped: .nan), 0)
+        XCTAssertEqual(Int(flooringClamped: -0.5), -1)
+        XCTAssertEqual(Int(flooringClamped: 86_399.9 / 86_400), 0)
+    }
 }

@@ -27,6 +27,25 @@ final class WalkingBoutTests: XCTestCase {
         XCTAssertEqual(bout.stepPeriodSeconds, 0.5, accuracy: 1e-12)
     }
 
+    func testARegularRunConfirmsOnlyOnceTheWalkingGateHasBeenOpenSinceItsThirdCycle() {
+        // Regular cycles while the gate is closed are held, not counted, however even; the gate opens at 2.2 s,
+        // after the run's third cycle (2.0 s), so the run slides on and confirms when the third of its last six
+        // (2.5 s) comes after the opening: those six, and the one before them as the walk's push-off (one period
+        // earlier, full size), as any confirmed run.
+        var bout = WalkingBout()
+        var reports: [[Double]] = []
+        for cycle in cycles([1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5]) {
+            var steps: [Double] = []
+            bout.gateOpenSince = cycle.time >= 2.2 ? 2.2 : .infinity
+            bout.advance(to: cycle.time, steps: &steps)
+            bout.take(cycle, steps: &steps)
+            reports.append(steps)
+        }
+        XCTAssertEqual(reports[0..<6].flatMap { $0 }, [], "a closed gate confirms nothing, however even the run")
+        XCTAssertEqual(reports[6], [1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0], "once the gate has been open since the third")
+        XCTAssertEqual(reports[7], [4.5])
+    }
+
     func testThePushOffBeforeAConfirmedRunIsCountedWithIt() {
         // Gait initiation: a push-off a third of the walk's size one period before four even steps. Too small
         // for the run, it is counted when the run confirms, with its own time, first.

@@ -96,20 +96,84 @@ final class ClientHandlerTests: XCTestCase {
         XCTAssertTrue(channel.isActive)
     }
 
-    func testAClientPipeliningBehindUnreadOutputIsClosedWithAnErrorAndItsRequestsDropped() throws {
+    func testAClientPipeliningBehindUnreadOutputIsClosedOnlyOnceItHasReadNothingForTheStallTimeout() throws {
         setWritable(false)
         let request = #"{"cmd":"steps"}"# + "\n"
-        try send(String(repeating: request, count: 16))
-        XCTAssertTrue(channel.isActive, "16 waiting requests are allowed")
-        try send(request)
+        try send(String(repeating: request, count: 17))
+        XCTAssertTrue(channel.isActive, "a client that pipelines is given time to read (it used to be closed here)")
+        channel.embeddedEventLoop.advanceTime(by: limits.stallTimeout - .milliseconds(1))
+        XCTAssertTrue(channel.isActive)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
         let lines = try received()
         XCTAssertEqual(lines.map(\.class), ["ERROR"])
-        XCTAssert(lines[0].message?.hasPrefix("more than 16 requests waiting for an answer while 64 KiB of replies are unread") == true,
+        XCTAssert(lines[0].message?.hasPrefix("more than 16 requests waiting for an answer while 64 KiB of replies are unread, none read for 3 s") == true,
                   lines[0].message ?? "")
         XCTAssertFalse(channel.isActive)
         XCTAssertEqual(daemon.requestsHandled, [], "a closed client's waiting requests are never computed")
         XCTAssertEqual(daemon.clientsClosedOverLimit, 1)
         XCTAssertTrue(daemon.sessions.isEmpty)
+    }
+
+    /// 200 requests in one write, the client reading: it reads within the stall timeout, so every request is
+    /// answered (issue 25: closed after 31 replies).
+    func testAClientPipeliningWhileItReadsGetsEveryReply() throws {
+        setWritable(false)
+        try send((0..<200).map { #"{"cmd":"steps","id":\#($0)}"# }.joined(separator: "\n") + "\n")
+        channel.embeddedEventLoop.advanceTime(by: limits.stallTimeout - .milliseconds(1))
+        setWritable(true)  // the client read
+        channel.embeddedEventLoop.advanceTime(by: limits.stallTimeout * 2)
+        XCTAssertEqual(try received().map(\.id), (0..<200).map { .integer(Int64($0)) })
+        XCTAssertTrue(channel.isActive)
+        XCTAssertEqual(daemon.clientsClosedOverLimit, 0)
+    }
+
+    /// A long reply goes out a piece at a time while the client reads, and the requests after it wait for it.
+    func testALongReplyIsWrittenInPiecesOnlyWhileTheClientReads() throws {
+        try send(#"{"cmd":"track","id":1}"# + "\n" + #"{"cmd":"steps","id":2}"# + "\n")
+        setWritable(false)  // the client has earlier output to read when the document comes
+        try runLoop()
+        XCTAssertNil(try channel.readOutbound(as: ByteBuffer.self), "nothing is written while the output is unread")
+        guard case .open(_, .streaming, _) = handler.state else { return XCTFail("\(handler.state)") }
+
+        setWritable(true)
+        var written = Data()
+        while let buffer = try channel.readOutbound(as: ByteBuffer.self) { written += Data(buffer.readableBytesView) }
+        let expected = LongLine(id: .integer(1), pieces: 8).line
+        XCTAssertGreaterThan(written.count, 0)
+        XCTAssertLessThan(written.count, expected.utf8.count, "a few pieces per turn of the event loop, the rest in later turns")
+        try runLoop()
+        while let buffer = try channel.readOutbound(as: ByteBuffer.self) { written += Data(buffer.readableBytesView) }
+        XCTAssertEqual(String(decoding: written.prefix(expected.utf8.count), as: UTF8.self), expected)
+        let after = try JSONDecoder().decode(Line.self, from: written.dropFirst(expected.utf8.count))
+        XCTAssertEqual(after.id, .integer(2), "the request after the document is answered after it")
+        guard case .open(_, .idle, _) = handler.state else { return XCTFail("\(handler.state)") }
+    }
+
+    func testAClientThatReadsNoneOfADocumentIsClosedAfterTheStallTimeout() throws {
+        try send(#"{"cmd":"track","id":1}"# + "\n")
+        setWritable(false)
+        try runLoop()
+        channel.embeddedEventLoop.advanceTime(by: limits.stallTimeout)
+        XCTAssertFalse(channel.isActive)
+        XCTAssertEqual(daemon.clientsClosedOverLimit, 1)
+    }
+
+    /// Every ERROR carries the request's id when the line has one: over the length limit wherever the id
+    /// stands in it, or not valid JSON (issue 25: a client matching on ids waited forever).
+    func testAnErrorForALineTooLongOrNotJSONCarriesTheLinesID() throws {
+        let padding = String(repeating: "a", count: 5000)
+        try send(#"{"cmd":"history","from":"\#(padding)","id":17}"# + "\n")
+        try send(#"{"id":"first","cmd":"history","from":"\#(padding)"}"# + "\n")
+        // In pieces, the id at the end of the last one, and an id that is an object.
+        try send(#"{"cmd":"history","from":""# + padding)
+        try send(padding + #"","note":"\"id\":5","id":{"n":[1,"}"]}}"# + "\n")
+        try send(#"{"cmd":"steps","id":9,"#  + "\n")
+        try send(#"{"cmd":"steps","x":[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]],"id":-3.5}"# + "\n")
+        let lines = try received()
+        XCTAssertEqual(lines.map(\.class), ["ERROR", "ERROR", "ERROR", "ERROR", "ERROR"])
+        XCTAssertEqual(lines.map(\.id), [.integer(17), .string("first"), .object(["n": .array([.integer(1), .string("}")])]),
+                                         .integer(9), .number(-3.5)])
+        XCTAssertTrue(channel.isActive)
     }
 
     func testAHalfClosedClientGetsEveryReplyItAskedForThenTheClose() throws {

@@ -1,5 +1,6 @@
 import Foundation
 import StepProtocol
+import StepProcessing
 import StepService
 import XCTest
 
@@ -101,7 +102,8 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertEqual(file.number("visit_min_stay_s"), 120)
         XCTAssertNotNil(try? ConfigFile.parse("gpsd = [::1]:2947", path: path))
         XCTAssertThrowsError(try ConfigFile.parse("gpsd = 10.0.0.5:99999", path: path)) { error in
-            guard case ConfigError.badValue(_, 1, "gpsd", _, "HOST:PORT") = error else { return XCTFail("\(error)") }
+            guard case ConfigError.badValue(_, 1, "gpsd", _, "HOST:PORT (the port must be a whole number from 1 to 65535)") = error
+            else { return XCTFail("\(error)") }
         }
     }
 
@@ -168,5 +170,68 @@ final class ConfigFileTests: XCTestCase {
             }
         }
         XCTAssertGreaterThanOrEqual(checked, 3, "gps.md's gpsd, visit_radius_m and no_gps examples at least")
+    }
+
+    /// A stepd.conf saved with CRLF line ends (Windows, some editors) reads as the same file with LF: values
+    /// without the \r, lines numbered alike. A stray control character elsewhere is shown escaped.
+    func testCRLFLineEndsAreReadAndControlCharactersShownEscaped() throws {
+        let file = try ConfigFile.parse("# stepd\r\nsocket = /run/x.sock\r\nloop = yes\r\n\r\nheight = 1.8\r\nadmin_group = \"staff\"\r\n", path: path)
+        XCTAssertEqual(file.string("socket"), "/run/x.sock")
+        XCTAssertEqual(file.flag("loop"), true)
+        XCTAssertEqual(file.number("height"), 1.8)
+        XCTAssertEqual(file.entries["height"]?.line, 5)
+        XCTAssertEqual(file.string("admin_group"), "staff")
+        XCTAssertThrowsError(try ConfigFile.parse("loop = yes\r\ndetector = thr\reshold\u{1B}[2J\r\n", path: path)) { error in
+            XCTAssertEqual("\(error)", #"/etc/stepd/stepd.conf:2: key "detector": expected one of threshold, peak, found "thr\reshold\u{1B}[2J""#)
+        }
+    }
+
+    /// gpsd's address is checked whole: each malformed one is refused with the reason, every good one read.
+    func testMalformedGPSDAddressesAreRefusedWithTheReason() throws {
+        for good in ["localhost", "localhost:2947", "[::1]:2947", "[::1]", "10.0.0.5:2947", "[fe80::1%eth0]:2947",
+                     "gps.local:80", "host_1:65535"] {
+            XCTAssertNoThrow(try ConfigFile.parse("gpsd = \(good)", path: path), good)
+        }
+        XCTAssertEqual(try GPSDAddress(parsing: "gps:0080").description, "gps:80")
+        XCTAssertEqual(try GPSDAddress(parsing: "[::1]").description, "[::1]:2947")
+        let bad: [(String, String)] = [
+            ("[::1", "no ] closes the IPv6 address"), ("[::1]x", "after ] comes :PORT or nothing"),
+            ("[::1]:", "the port after the colon is missing"), ("host:", "the port after the colon is missing"),
+            (":2947", "the host before the colon is missing"), ("host:99999", "the port must be a whole number from 1 to 65535"),
+            ("host:+80", "the port must be a whole number"), ("host:80:extra", "more than one colon"),
+            ("::1", "more than one colon"), ("::1:2947", "more than one colon"), ("\"\"", "it is empty"),
+            ("host name:2947", "a host is a name or an address"), ("[]:2947", "inside brackets goes an IPv6 address"),
+            ("[gps.local]:2947", "inside brackets goes an IPv6 address"), ("host]:2947", "brackets go around an IPv6 address"),
+            ("[fe80::1%]:2947", "the zone after %"), (String(repeating: "a", count: 254) + ":2947", "at most 253 bytes"),
+        ]
+        for (text, reason) in bad {
+            XCTAssertThrowsError(try ConfigFile.parse("# gps\ngpsd = \(text)", path: path), text) { error in
+                guard case ConfigError.badValue(_, 2, "gpsd", _, let expected) = error else { return XCTFail("\(text): \(error)") }
+                XCTAssertTrue(expected.hasPrefix("HOST:PORT (") && expected.contains(reason), "\(text): \(expected)")
+            }
+        }
+    }
+
+    /// A value longer than PATH_MAX (or a socket path longer than sun_path holds) is refused by its length, and
+    /// the message shows its start and its size, not the megabyte.
+    func testOverlongValuesAreRefusedWithTheirLength() throws {
+        let long = String(repeating: "x", count: 100_000)
+        for key in ["device", "barometer", "replay", "state_dir", "mqtt_topic_prefix", "mqtt_url", "admin_group", "iio_uri", "gpsd"] {
+            XCTAssertThrowsError(try ConfigFile.parse("\(key) = \(long)", path: path), key) { error in
+                guard case ConfigError.badValue(_, 1, key, _, let expected) = error else { return XCTFail("\(key): \(error)") }
+                XCTAssertTrue(expected.hasPrefix("at most 4095 bytes ("), "\(key): \(expected)")
+                XCTAssertLessThan("\(error)".count, 400, "\(key): the message is a line")
+                XCTAssertTrue("\(error)".contains(#"xxx…" (100000 bytes)"#), "\(error)")
+            }
+        }
+        XCTAssertNoThrow(try ConfigFile.parse("state_dir = /" + String(repeating: "d", count: 4094), path: path))
+        XCTAssertNoThrow(try ConfigFile.parse("socket = /" + String(repeating: "s", count: 106), path: path))
+        XCTAssertThrowsError(try ConfigFile.parse("socket = /" + String(repeating: "s", count: 107), path: path)) { error in
+            guard case ConfigError.badValue(_, 1, "socket", _, let expected) = error else { return XCTFail("\(error)") }
+            XCTAssertTrue(expected.hasPrefix("at most 107 bytes ("), expected)
+        }
+        XCTAssertThrowsError(try ConfigOption.named("device").value(long)) { error in
+            XCTAssertTrue("\(error)".hasPrefix("expected at most 4095 bytes (an IIO device's name"), "\(error)")
+        }
     }
 }

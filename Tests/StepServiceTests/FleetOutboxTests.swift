@@ -87,13 +87,15 @@ final class FleetOutboxTests: XCTestCase {
         // The mark three days back: the old minute would be due, were it not past the retention.
         XCTAssertEqual(try wait { store.startOutbox(markingSentThrough: minute(of: now) - 3 * 1_440, completion: $0) }, 0)
         // Rows queued in earlier runs while the broker was away, one of them from before the retention period.
-        let database = try XCTUnwrap(store.queue.sync { store.database })
-        try database.write { db in
-            for (key, time) in [("t/old", old), ("t/recent", recent)] {
-                try db.execute(sql: "INSERT INTO mqtt_outbox (kind, key, time, payload) VALUES ('minute', ?, ?, '{}')",
-                               arguments: [key, time.timeIntervalSince1970])
+        // Through the store's own write path: a write behind its back is a file changed by another program.
+        try store.queue.sync {
+            store.transaction { db in
+                for (key, time) in [("t/old", old), ("t/recent", recent)] {
+                    try db.execute(sql: "INSERT INTO mqtt_outbox (kind, key, time, payload) VALUES ('minute', ?, ?, '{}')",
+                                   arguments: [key, time.timeIntervalSince1970])
+                }
             }
-        }
+        }.get()
         // History not yet pruned (that is hourly) from before and within the retention period.
         store.record(.step(count: 1, time: old, distanceMeters: 0.7))
         store.record(.step(count: 2, time: recent, distanceMeters: 0.7))

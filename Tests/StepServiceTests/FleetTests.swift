@@ -215,7 +215,7 @@ final class FleetTests: XCTestCase {
     }
 
     func testHomeAssistantDiscoveryMakesSixSensorsAndATrackerAsOneDevice() throws {
-        let discovery = HomeAssistantDiscovery(deviceID: "w7", topics: FleetTopics(prefix: "stepd/w7"))
+        let discovery = HomeAssistantDiscovery(deviceID: "w7", deviceName: "pinephone", topics: FleetTopics(prefix: "stepd/w7"))
         let messages = discovery.messages
         XCTAssertEqual(messages.map(\.topic), ["steps", "steps_today", "distance", "cadence", "activity", "floors"].map {
             "homeassistant/sensor/stepd_w7/\($0)/config"
@@ -231,9 +231,63 @@ final class FleetTests: XCTestCase {
         let today = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(messages[1].payload.utf8)) as? [String: Any])
         XCTAssertEqual(today["state_class"] as? String, "total_increasing")
         XCTAssertEqual(today["value_template"] as? String, "{{ value_json.today.steps if value_json.today is defined else this.state }}")
+        let first = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(messages[0].payload.utf8)) as? [String: Any])
+        XCTAssertEqual((first["device"] as? [String: Any])?["name"] as? String, "pinephone", "the host name is the device's name")
         let tracker = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(messages.last!.payload.utf8)) as? [String: Any])
         XCTAssertEqual(tracker["json_attributes_topic"] as? String, "stepd/w7/position")
         XCTAssertEqual(tracker["source_type"] as? String, "gps")
+    }
+
+    func testHomeAssistantDiscoveryDeclaresOnlyWhatExistsAndRemovesTheRest() throws {
+        let discovery = HomeAssistantDiscovery(deviceID: "w7", deviceName: "w7", topics: FleetTopics(prefix: "stepd/w7"),
+                                               hasBarometer: false, hasGPS: false)
+        let declared = discovery.messages.filter { !$0.payload.isEmpty }.map(\.topic)
+        let removed = discovery.messages.filter { $0.payload.isEmpty }.map(\.topic)
+        XCTAssertEqual(declared, ["steps", "steps_today", "distance", "cadence", "activity"].map { "homeassistant/sensor/stepd_w7/\($0)/config" })
+        XCTAssertEqual(removed, ["homeassistant/sensor/stepd_w7/floors/config", "homeassistant/device_tracker/stepd_w7/position/config"])
+    }
+
+    func testDeviceIDIsSystemdsApplicationSpecificIDOfTheMachineID() throws {
+        // Printed by systemd itself: `systemd-id128 machine-id --app-specific=6b1f3c0e9a4d4e57b2c8d05f7e31a9c4` on a
+        // machine whose /etc/machine-id is 3d1219c7c4c5404aaa1f6d2a48adfda4.
+        XCTAssertEqual(DeviceIdentity.applicationSpecificID(machineID: "3d1219c7c4c5404aaa1f6d2a48adfda4"),
+                       "57fe1661d39345baaf86d95e22c24211")
+        XCTAssertEqual(DeviceIdentity.applicationSpecificID(machineID: "3D1219C7C4C5404AAA1F6D2A48ADFDA4"),
+                       "57fe1661d39345baaf86d95e22c24211")
+        XCTAssertNil(DeviceIdentity.applicationSpecificID(machineID: "not-a-machine-id"))
+        XCTAssertNil(DeviceIdentity.applicationSpecificID(machineID: "3d1219c7c4c5404aaa1f6d2a48adfdzz"))
+        // And this machine's, against the tool when it is installed.
+        let tool = "/usr/bin/systemd-id128"
+        guard FileManager.default.isExecutableFile(atPath: tool),
+              let machineID = try? String(contentsOfFile: "/etc/machine-id", encoding: .utf8) else { return }
+        let process = Process()
+        let pipe = Pipe()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = ["machine-id", "--app-specific=\(DeviceIdentity.applicationID)"]
+        process.standardOutput = pipe
+        try process.run()
+        process.waitUntilExit()
+        let printed = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        XCTAssertEqual(DeviceIdentity.applicationSpecificID(machineID: machineID.trimmingCharacters(in: .whitespacesAndNewlines)), printed)
+    }
+
+    func testDefaultIdentityHidesTheMachineIDAndNamesTheTopicAfterTheHost() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("stepd-id-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("machine-id").path
+        try "3d1219c7c4c5404aaa1f6d2a48adfda4\n".write(toFile: file, atomically: true, encoding: .utf8)
+        let broker = BrokerURL(tls: false, host: "127.0.0.1", port: 1883)
+        let c = FleetConfiguration(broker: broker, defaultIdentityWithTopicPrefix: nil, machineIDFiles: [file], hostName: "pinephone")
+        XCTAssertEqual(c.deviceID, "57fe1661d39345baaf86d95e22c24211")
+        XCTAssertEqual(c.topicPrefix, "stepd/pinephone-57fe1661")
+        XCTAssertEqual(c.deviceName, "pinephone")
+        XCTAssertEqual(FleetConfiguration(broker: broker, defaultIdentityWithTopicPrefix: "lab/x", machineIDFiles: [file], hostName: "p").topicPrefix, "lab/x")
+        let noMachineID = FleetConfiguration(broker: broker, defaultIdentityWithTopicPrefix: nil, machineIDFiles: [directory.appendingPathComponent("none").path], hostName: "pinephone")
+        XCTAssertEqual(noMachineID.deviceID, "pinephone")
+        XCTAssertEqual(noMachineID.topicPrefix, "stepd/pinephone")
+        XCTAssertEqual(DeviceIdentity.hostName("mobian.local"), "mobian")
+        XCTAssertEqual(DeviceIdentity.hostName("my host"), "my-host")
     }
 
     func testPasswordFileReadableByOthersIsRefused() throws {

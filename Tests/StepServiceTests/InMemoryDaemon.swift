@@ -32,9 +32,10 @@ final class InMemoryDaemon: ClientResponder {
         clientsClosedOverLimit += 1
     }
 
-    func handle(_ request: Request, from session: ClientSession, reply: @escaping (Data) -> Void) {
+    func handle(_ request: Request, from session: ClientSession, reply respond: @escaping (Reply) -> Void) {
         requestsHandled.append(request.command)
         let loop = session.channel.eventLoop
+        let reply: (Data) -> Void = { respond(.line($0)) }
         do {
             switch request.command {
             case .steps:
@@ -55,7 +56,11 @@ final class InMemoryDaemon: ClientResponder {
                 let bins = [HistoryBinMessage(start: text, end: text, date: nil, steps: steps, distance_m: 0, floors: nil)]
                 let message = HistoryMessage(from: text, to: text, bin: "hour", time_zone: "UTC", bins: bins, id: request.id)
                 loop.execute { reply(Wire.line(message)) }
-            case .status, .position, .track, .visits:
+            case .track:
+                // A line of 8 pieces of 16 KiB, twice the unsent limit, answered later as the engine's path is.
+                let pieces = LongLine(id: request.id, pieces: 8)
+                loop.execute { respond(.document(pieces)) }
+            case .status, .position, .visits:
                 throw RequestError.unknownCommand(request.command.rawValue)
             }
         } catch {
@@ -69,5 +74,28 @@ final class InMemoryDaemon: ClientResponder {
                             end: text, current_pace_s_per_m: nil, average_active_pace_s_per_m: nil, stride_m: 0.7,
                             stride_calibrated: false, activity: "stationary", floors_ascended: nil,
                             floors_descended: nil, id: id)
+    }
+}
+
+/// A TRACK line of `pieces` pieces of 16 KiB of document, as TrackReply writes a real one.
+final class LongLine: ReplyPieces {
+    static let pieceBytes = 16 * 1024
+    private var parts: [String]
+    private(set) var piecesMade = 0
+    let holdsOwnData = true
+
+    init(id: JSONValue?, pieces: Int) {
+        let idText = id.map { String(decoding: try! JSONEncoder().encode($0), as: UTF8.self) } ?? "null"
+        parts = [#"{"class":"TRACK","id":"# + idText + #","document":""#]
+            + Array(repeating: String(repeating: "x", count: Self.pieceBytes), count: pieces) + ["\"}\n"]
+    }
+
+    /// The whole line, as the client should receive it.
+    var line: String { parts.joined() }
+
+    func next(allocator: ByteBufferAllocator, ready: @escaping () -> Void) -> ReplyPiece {
+        guard piecesMade < parts.count else { return .end }
+        defer { piecesMade += 1 }
+        return .piece(allocator.buffer(string: parts[piecesMade]))
     }
 }

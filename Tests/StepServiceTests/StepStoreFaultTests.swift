@@ -102,6 +102,76 @@ final class StepStoreFaultTests: XCTestCase {
         XCTAssertEqual(bins.reduce(0) { $0 + $1.steps }, 409)
         third.close()
     }
+
+    /// The same, with the stop coming before the store's next attempt to open: the stop tries once more and
+    /// makes the sum itself (the owner's answer would come after the last commit), so the count is saved.
+    func testStopBeforeTheNextReopenStillAddsAndSavesTheCount() throws {
+        var configuration = StepStore.Configuration(directory: directory, stepHoldBackSeconds: Engine().stepHoldBackSeconds)
+        configuration.reopenIntervalSeconds = 3600
+        let since = Date(timeIntervalSince1970: 1_790_000_000)
+        let first = StepStore(configuration: configuration)
+        _ = first.open(fresh: .init(steps: 0, since: since))
+        for i in 1...341 { first.record(.step(count: i, time: Date(), distanceMeters: 0.5)) }
+        XCTAssertEqual(first.close(), .init(steps: 341, since: since))
+
+        let path = configuration.path
+        for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
+            XCTAssertEqual(rename(path + suffix, path + suffix + ".away"), 0)
+        }
+        _ = FileManager.default.createFile(atPath: path, contents: Data(repeating: 0x5A, count: 4096))
+        let second = StepStore(configuration: configuration)
+        let start = Date()
+        XCTAssertEqual(second.open(fresh: .init(steps: 0, since: start)), .init(steps: 0, since: start))
+        second.onSavedCounter = { _ in XCTFail("the owner is not asked during the stop") }
+        second.startCommitting()
+        for i in 1...68 { second.record(.step(count: i, time: Date(), distanceMeters: 0.5)) }
+        for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix + ".away") {
+            XCTAssertEqual(rename(path + suffix + ".away", path + suffix), 0)
+        }
+        XCTAssertEqual(second.close(), .init(steps: 409, since: since))
+        let third = StepStore(configuration: configuration)
+        XCTAssertEqual(third.open(fresh: .init(steps: 0, since: Date())), .init(steps: 409, since: since))
+        third.close()
+    }
+
+    /// The pool is closed only when no read holds it: a read running when the store gives the pool up is
+    /// interrupted and returns its lease, and only then is the pool closed; a lease still held after the wait
+    /// keeps the pool open (and usable by its holder) until it is returned.
+    func testRetiredPoolIsClosedOnlyOnceNoReadHoldsIt() throws {
+        var config = Configuration()
+        config.journalMode = .wal
+        let leases = DatabaseLeases()
+        leases.install(try DatabasePool(path: directory + "/leases.sqlite", configuration: config))
+
+        // A read that would take minutes: a recursive count to 10^10.
+        let pool = try XCTUnwrap(leases.lease())
+        let finished = DispatchSemaphore(value: 0)
+        let outcome = NIOLockedBox<Error?>(nil)
+        DispatchQueue.global().async {
+            defer { leases.release(); finished.signal() }
+            do {
+                _ = try pool.read { db in
+                    try Int.fetchOne(db, sql: "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 1e10) SELECT count(*) FROM c")
+                }
+            } catch { outcome.set(error) }
+        }
+        usleep(200_000)
+        XCTAssertEqual(try leases.retire(waitingUpTo: 10), true, "the running read is interrupted and returns its lease")
+        XCTAssertEqual(finished.wait(timeout: .now() + 5), .success)
+        XCTAssertEqual((outcome.get() as? DatabaseError)?.resultCode, .SQLITE_INTERRUPT, "\(String(describing: outcome.get()))")
+        XCTAssertNil(leases.lease(), "no lease once the pool is given up")
+
+        let second = try DatabasePool(path: directory + "/leases.sqlite", configuration: config)
+        leases.install(second)
+        let held = try XCTUnwrap(leases.lease())
+        XCTAssertEqual(try leases.retire(waitingUpTo: 0.1), false, "a lease still held keeps the pool open")
+        XCTAssertTrue(leases.isRevoked)
+        XCTAssertNil(leases.lease())
+        XCTAssertEqual(try held.read { try Int.fetchOne($0, sql: "SELECT 42") }, 42, "the holder's pool is still open")
+        leases.release()
+        XCTAssertEqual(try leases.retire(waitingUpTo: 0), true)
+        XCTAssertThrowsError(try second.read { try Int.fetchOne($0, sql: "SELECT 1") }, "closed")
+    }
 }
 
 /// A value shared with a callback on another queue.

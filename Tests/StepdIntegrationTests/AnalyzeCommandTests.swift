@@ -203,6 +203,86 @@ final class AnalyzeCommandTests: XCTestCase {
         XCTAssertTrue(usage.stderr.contains("needs --output DIR"), usage.stderr)
     }
 
+    /// The bundled walk's lines as text, header first: line n of the file is `lines[n - 1]`.
+    private func bundledLines() throws -> [String] {
+        try runCommand("/bin/sh", ["-c", "gzip -dc '\(Binaries.bundledRecording)'"]).stdout.split(separator: "\n").map(String.init)
+    }
+
+    /// Hand-made hostile rows in a real walk: a time that says nothing about when (1e300, 1e20, a Unix time in
+    /// nanoseconds, nan, inf, a 200,000-digit number) is refused with its line, 65, by analyze and by the
+    /// daemon's replay alike; never a trap (SIGILL from an Int conversion), a hang or 0 steps.
+    func testATimeBeyondTenToTheTwelveSecondsIsRefusedWithItsLine() throws {
+        let dir = try TemporaryDirectory()
+        let clean = try bundledLines()
+        let cases: [(String, String)] = [
+            ("e300", "1e300"), ("e20", "1e20"), ("nanoseconds", "1795132800000000000"), ("nan", "nan"), ("inf", "-inf"),
+            ("negative", "-1e13"), ("digits", "1" + String(repeating: "0", count: 200_000)),
+        ]
+        for (name, time) in cases {
+            var lines = clean
+            lines.insert("\(time),0.1,0.2,9.8", at: 5000)   // line 5001
+            let path = dir.file("\(name).csv")
+            try lines.joined(separator: "\n").appending("\n").write(toFile: path, atomically: true, encoding: .utf8)
+            let result = try runCommand(Binaries.stepd, ["analyze", path], timeout: 60)
+            XCTAssertEqual(result.status, 65, "\(name): \(result.stderr)")
+            XCTAssertTrue(result.stderr.contains("\(path):5001: expected a time t in seconds from -10^12 to 10^12"), "\(name): \(result.stderr)")
+            XCTAssertLessThan(result.stderr.utf8.count, 600, "\(name): the row is shown cut short")
+        }
+        // The daemon refuses the same file at start, before listening, as it does any bad row (stepd(8): 65).
+        let replay = try runCommand(Binaries.stepd, ["--replay", dir.file("e20.csv"), "--socket", dir.file("s.sock"),
+                                                     "--state-dir", dir.file("state")], timeout: 30)
+        XCTAssertEqual(replay.status, 65, replay.stderr)
+        XCTAssertTrue(replay.stderr.contains("e20.csv:5001: expected a time t in seconds"), replay.stderr)
+    }
+
+    /// What stays legal is counted as before: impossible accelerations (1e308) are dropped and counted, a
+    /// negative clock and one near 10^12 s count the walk's steps, a line of 2 MB is refused with its number.
+    func testHostileButLegalRowsCountTheWalkAndNothingEndsBySignal() throws {
+        let dir = try TemporaryDirectory()
+        let clean = try bundledLines()
+        let cleanCount = try wholeFileCount(Binaries.bundledRecording)
+        func shiftedLines(by offset: Double) -> [String] {
+            [clean[0]] + clean.dropFirst().map { line in
+                var fields = line.split(separator: ",").map(String.init)
+                fields[0] = String(format: "%.4f", Double(fields[0])! + offset)
+                return fields.joined(separator: ",")
+            }
+        }
+        func analyze(_ name: String, _ lines: [String]) throws -> CommandResult {
+            let path = dir.file("\(name).csv")
+            try lines.joined(separator: "\n").appending("\n").write(toFile: path, atomically: true, encoding: .utf8)
+            return try runCommand(Binaries.stepd, ["analyze", "--json", path], timeout: 60)
+        }
+        var huge = clean
+        huge.insert("\(clean[3000].split(separator: ",")[0])1,1e308,1e308,-1e308", at: 3001)
+        for (name, lines) in [("huge-x", huge), ("negative", shiftedLines(by: -1e6)), ("late", shiftedLines(by: 9e11))] {
+            let result = try analyze(name, lines)
+            XCTAssertEqual(result.status, 0, "\(name): \(result.stderr)")
+            let summary = try json(result.stdout)
+            XCTAssertEqual(Double(try XCTUnwrap(summary["steps"] as? Int)), Double(cleanCount), accuracy: 1, name)
+        }
+        XCTAssertEqual(try json(try analyze("huge-x", huge).stdout)["samples_rejected"] as? Int, 1)
+        var giant = clean
+        giant.insert(String(repeating: "7", count: 2 << 20), at: 100)
+        let long = try analyze("giant", giant)
+        XCTAssertEqual(long.status, 65, long.stderr)
+        XCTAssertTrue(long.stderr.contains("giant.csv:101: a line longer than 1024 KiB"), long.stderr)
+    }
+
+    /// A clock that jumps back and forth by nearly 10^12 s: the samples after each jump back are moved to follow
+    /// on, which would carry the clock past what a double resolves (a minute's end equal to its start, a loop
+    /// without end); it is refused at the row where the clock passes 10^12 s.
+    func testAClockJumpingBackAndForthByAnAgeIsRefusedWhereItPassesTheLimit() throws {
+        let dir = try TemporaryDirectory()
+        var text = "t,x,y,z\n"
+        for i in 0..<300_000 { text += i % 2 == 0 ? "9e11,0.1,0.2,9.8\n" : "-9e11,0.1,0.2,9.8\n" }
+        let path = dir.file("seesaw.csv")
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        let result = try runCommand(Binaries.stepd, ["analyze", path], timeout: 60)
+        XCTAssertEqual(result.status, 65, result.stderr)
+        XCTAssertTrue(result.stderr.contains("seesaw.csv:4: with the samples after each jump back of the clock moved to follow on, the time passes 10^12 s here"), result.stderr)
+    }
+
     /// On a terminal (script(1) gives one) a progress line comes and goes on standard error; piped, none.
     func testAProgressLineShowsOnATerminal() throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/script") else { throw XCTSkip("needs script(1) from util-linux") }

@@ -49,6 +49,40 @@ final class BenchCommandTests: XCTestCase {
         XCTAssertTrue(bench.stdout.contains("-- pocket back (1 traces):"), bench.stdout)
     }
 
+    func testStepFreeRecordingsAreReportedAsFalseStepsPerHourApartFromTheWalks() throws {
+        // The bundled walk declared step-free (as scripts/step-free-traces declares hand activities): every step
+        // it counts is a false one, reported per hour of recording and kept out of the placement totals.
+        let root = try traceFolder(steps: "t\n")
+        let meta = #"{"placement": "wrist", "step_free": true, "activity": "brush teeth"}"#
+        try meta.write(to: root.appendingPathComponent("walk-inhand/meta.json"), atomically: true, encoding: .utf8)
+        let bench = try runCommand(Binaries.stepd, ["bench", "--detector", "peak", "--throughput-seconds", "0", root.path])
+        XCTAssertEqual(bench.status, 0, bench.stderr)
+        XCTAssertTrue(bench.stdout.contains("== \(root.lastPathComponent) (1 step-free recordings"), bench.stdout)
+        let row = try XCTUnwrap(bench.stdout.split(separator: "\n").first { $0.hasPrefix("brush teeth ") }, bench.stdout)
+        let fields = row.split(separator: " ").filter { $0 != "|" }
+        let minutes = try XCTUnwrap(Double(fields[2])), steps = try XCTUnwrap(Double(fields[3])), perHour = try XCTUnwrap(Double(fields[4]))
+        XCTAssertGreaterThan(steps, 100, "the walk's steps, all false here")
+        XCTAssertEqual(perHour, steps / minutes * 60, accuracy: perHour * 0.05, "steps per hour of recording (minutes to 0.1)")
+        XCTAssertTrue(bench.stdout.contains("false steps = "), bench.stdout)
+        XCTAssertFalse(bench.stdout.contains("== by placement"), "a step-free recording is not a walk of its placement")
+    }
+
+    func testActivitySegmentsAreScoredOneActivityAtATime() throws {
+        // meta.json segments as simul-hand gives them: each activity's steps are scored inside its segments.
+        let root = try traceFolder()
+        let meta = #"{"placement": "hand-held", "walking_s": [[0.0, 30.0], [50.0, 200.0]], "stairs_up_s": [[30.0, 50.0]]}"#
+        try meta.write(to: root.appendingPathComponent("walk-inhand/meta.json"), atomically: true, encoding: .utf8)
+        let bench = try runCommand(Binaries.stepd, ["bench", "--detector", "peak", "--throughput-seconds", "0", root.path])
+        XCTAssertEqual(bench.status, 0, bench.stderr)
+        XCTAssertTrue(bench.stdout.contains("-- \(root.lastPathComponent) by activity"), bench.stdout)
+        let lines = bench.stdout.split(separator: "\n").map(String.init)
+        let stairs = try XCTUnwrap(lines.first { $0.hasPrefix("   stairs up ") }, bench.stdout)
+        let walking = try XCTUnwrap(lines.first { $0.hasPrefix("   walking ") }, bench.stdout)
+        func trueCount(_ line: String) -> Int? { line.components(separatedBy: "true ").last?.split(separator: " ").first.flatMap { Int($0) } }
+        XCTAssertEqual((trueCount(stairs) ?? 0) + (trueCount(walking) ?? 0), 182, "every true step lies in one segment")
+        XCTAssertTrue(bench.stdout.contains("-- hand (1 traces):"), "hand-held is the hand placement: \(bench.stdout)")
+    }
+
     func testAMalformedMetaFileIsNamed() throws {
         let root = try traceFolder()
         try "{placement".write(to: root.appendingPathComponent("walk-inhand/meta.json"), atomically: true, encoding: .utf8)

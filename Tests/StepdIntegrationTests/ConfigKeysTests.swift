@@ -217,7 +217,7 @@ final class ConfigKeysTests: XCTestCase {
         XCTAssertEqual(try client.request(["cmd": "status"])["class"] as? String, "STATUS", "root keeps its slot")
         nobody.finish()
         _ = try poll(client, timeout: 10, "nobody's idle connections to close") { ($0["clients"] as? Int ?? 99) <= 7 }
-        let result = try Unprivileged.runHostile(["pipeline", socket, "1", "2"])
+        let result = try Unprivileged.runHostile(["pipeline", socket, "1", "5"])
         XCTAssertEqual(result["connected"] as? Int, 1, "\(result)")
         _ = try poll(client, timeout: 20, "the pipelining client to be closed") { ($0["closed_clients"] as? Int ?? 0) >= 1 }
         let text = try String(contentsOfFile: logPath, encoding: .utf8)
@@ -300,5 +300,89 @@ final class ConfigKeysTests: XCTestCase {
         _ = try poll(clients[1], timeout: 15, "the default retry to find gpsd") { (self.gps($0)["connections"] as? Int ?? 0) >= 1 }
         let slow = try clients[0].request(["cmd": "status"])
         XCTAssertEqual(gps(slow)["connections"] as? Int, 0, "gps_retry_s = 30 retried early: \(gps(slow))")
+    }
+
+    /// A stepd.conf saved with CRLF line ends starts the daemon as the same file with LF would: the socket
+    /// and every other value read without the \r.
+    func testAFileWithCRLFLineEndsIsRead() throws {
+        let directory = try TemporaryDirectory()
+        let socket = directory.file("crlf.sock")
+        let config = directory.file("stepd.conf")
+        // No comment first: read as one line, the file would be one comment and the daemon would start with the
+        // defaults (/run/stepd, /var/lib/stepd); this way it is refused instead.
+        try ["detector = threshold", "socket = \(socket)", "state_dir = \(directory.file("state"))", "# saved on Windows",
+             "replay = \(Binaries.bundledRecording)", "height = 1.90", "log_level = debug", ""]
+            .joined(separator: "\r\n").write(toFile: config, atomically: true, encoding: .utf8)
+        let log = directory.file("crlf.log")
+        FileManager.default.createFile(atPath: log, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Binaries.stepd)
+        process.arguments = ["--config", config]
+        process.standardOutput = FileHandle(forWritingAtPath: log)
+        process.standardError = process.standardOutput
+        try process.run()
+        defer { stop(process) }
+        let client = try connect(socket, process: process, log: log)
+        let status = try client.request(["cmd": "status"])
+        XCTAssertEqual(status["detector"] as? String, "threshold")
+        XCTAssertTrue(((status["store"] as? [String: Any])?["path"] as? String ?? "").hasPrefix(directory.file("state") + "/"), "\(status)")
+        XCTAssertEqual(try client.request(["cmd": "steps"])["stride_m"] as? Double ?? 0, 0.414 * 1.90, accuracy: 0.001)
+    }
+
+    /// Malformed gpsd addresses and values longer than their documented maximum are refused at start with the
+    /// file's line (78) or as a bad command line (64), in one readable line; none is tried for ever.
+    func testMalformedAddressesAndOverlongValuesAreRefusedAtStart() throws {
+        let directory = try TemporaryDirectory()
+        let base = ["--state-dir", directory.file("state")]
+        func stepd(_ arguments: [String]) throws -> CommandResult {
+            try runCommand(Binaries.stepd, arguments, timeout: 15)
+        }
+        let long = String(repeating: "x", count: 100_000)
+        let cases: [(key: String, value: String, says: String)] = [
+            ("gpsd", "[::1", "no ] closes the IPv6 address"), ("gpsd", "[::1]x", "after ] comes :PORT"),
+            ("gpsd", "host:", "the port after the colon is missing"), ("gpsd", ":2947", "the host before the colon is missing"),
+            ("gpsd", "host:99999", "from 1 to 65535"), ("gpsd", "host:80:extra", "more than one colon"),
+            ("gpsd", "\"\"", "it is empty"),
+            ("device", long, "at most 4095 bytes"), ("mqtt_topic_prefix", long, "at most 4095 bytes"),
+            ("replay", long, "at most 4095 bytes"), ("socket", "/tmp/" + String(repeating: "s", count: 120), "at most 107 bytes"),
+        ]
+        for (index, item) in cases.enumerated() {
+            let config = directory.file("bad-\(index).conf")
+            var lines = ["# a bad value on line 3", "log_level = info", "\(item.key) = \(item.value)"]
+            if item.key != "socket" { lines.append("socket = \(directory.file("s.sock"))") }
+            try lines.joined(separator: "\n").write(toFile: config, atomically: true, encoding: .utf8)
+            let fromFile = try stepd(["--config", config] + base)
+            XCTAssertEqual(fromFile.status, 78, "\(item.key) = \(item.value.prefix(40)): \(fromFile.stderr.prefix(300))")
+            XCTAssertTrue(fromFile.stderr.contains("\(config):3: key \"\(item.key)\": expected") && fromFile.stderr.contains(item.says),
+                          String(fromFile.stderr.prefix(400)))
+            XCTAssertLessThan(fromFile.stderr.utf8.count, 1000, "one readable line")
+            let value = item.value == "\"\"" ? "" : item.value
+            var arguments = ["--replay", Binaries.bundledRecording, "--\(item.key.replacingOccurrences(of: "_", with: "-"))", value] + base
+            if item.key != "socket" { arguments += ["--socket", directory.file("s.sock")] }
+            let flag = try stepd(arguments)
+            XCTAssertEqual(flag.status, 64, "--\(item.key) \(item.value.prefix(40)): \(flag.stderr.prefix(300))")
+            XCTAssertTrue(flag.stderr.contains(item.says), String(flag.stderr.prefix(400)))
+            XCTAssertLessThan(flag.stderr.utf8.count, 2000, "a short message, not the value")
+        }
+    }
+
+    /// A mistyped key gets the known key it is nearest to, as a mistyped flag does on the command line; one
+    /// near nothing gets the list.
+    func testAMistypedKeyGetsTheNearestKnownOne() throws {
+        let directory = try TemporaryDirectory()
+        for (typed, meant) in [("retension_days", "retention_days"), ("max-clients", "max_clients"),
+                               ("retention", "retention_days"), ("loglevel", "log_level")] {
+            let (process, _, log) = try start([typed: "4", "replay": Binaries.bundledRecording], directory: directory)
+            process.waitUntilExit()
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            XCTAssertEqual(process.terminationStatus, 78, text)
+            XCTAssertTrue(text.contains("unknown key \"\(typed)\"; did you mean \"\(meant)\"?"), text)
+        }
+        let (process, _, log) = try start(["colour": "blue", "replay": Binaries.bundledRecording], directory: directory)
+        process.waitUntilExit()
+        let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        XCTAssertEqual(process.terminationStatus, 78, text)
+        XCTAssertTrue(text.contains("unknown key \"colour\"; known keys: socket, "), text)
+        XCTAssertFalse(text.contains("did you mean"), text)
     }
 }

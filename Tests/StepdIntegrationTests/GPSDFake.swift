@@ -18,7 +18,11 @@ final class GPSDFake {
 
     /// Starts gpsd on `port` reading `log` once (-1), opening the device at once (-n) rather than when a
     /// client watches, one sentence every `cycleSeconds`; returns once gpsd accepts connections.
-    init(log: String, port: Int, cycleSeconds: Double = 0.005, directory: TemporaryDirectory) throws {
+    /// With `stepped`, gpsfake sends one sentence per line written to it (`-i`, `send(sentences:)`) and nothing
+    /// otherwise: a receiver that goes quiet while gpsd stays connected.
+    private var input: Pipe?
+
+    init(log: String, port: Int, cycleSeconds: Double = 0.005, stepped: Bool = false, directory: TemporaryDirectory) throws {
         self.port = port
         logPath = directory.file("gpsfake-\(port)-\(UUID().uuidString.prefix(4)).log")
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
@@ -26,8 +30,15 @@ final class GPSDFake {
         // Foundation starts it in a process group of its own (pgid = pid), which its gpsd joins, so that
         // stop() reaches both: gpsfake kills gpsd on SIGTERM but then does not always exit.
         process.executableURL = URL(fileURLWithPath: Self.gpsfake)
-        process.arguments = ["-n", "-1", "-q", "-c", String(cycleSeconds), "-P", String(port), log]
-        process.standardInput = FileHandle.nullDevice
+        if stepped {
+            let pipe = Pipe()
+            input = pipe
+            process.arguments = ["-n", "-1", "-q", "-i", "-P", String(port), log]
+            process.standardInput = pipe
+        } else {
+            process.arguments = ["-n", "-1", "-q", "-c", String(cycleSeconds), "-P", String(port), log]
+            process.standardInput = FileHandle.nullDevice
+        }
         process.standardOutput = output
         process.standardError = output
         try process.run()
@@ -38,6 +49,11 @@ final class GPSDFake {
             usleep(20_000)
         }
         throw NSError(domain: "GPSDFake", code: 1, userInfo: [NSLocalizedDescriptionKey: "gpsd did not listen on \(port): \(output)"])
+    }
+
+    /// Lets a stepped gpsfake send `count` more sentences.
+    func send(sentences count: Int) {
+        input?.fileHandleForWriting.write(Data(String(repeating: "\n", count: count).utf8))
     }
 
     /// Stops gpsfake, which kills its gpsd.

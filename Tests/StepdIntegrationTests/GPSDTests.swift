@@ -122,6 +122,62 @@ final class GPSDTests: XCTestCase {
         fake.stop()
     }
 
+    // MARK: The state STATUS reports
+
+    func testConnectedWithoutAFixSaysNoFixWithoutAConnectionError() throws {
+        let directory = try TemporaryDirectory()
+        let port = GPSDFake.freePort()
+        // gpsd up, the receiver silent: nothing sent until told.
+        let fake = try GPSDFake(log: try Binaries.sharedData("gps/quectel-l76k-nmea.log").path, port: port, stepped: true, directory: directory)
+        defer { fake.stop() }
+        let daemon = try startDaemon(port: port, directory: directory)
+        try daemon.waitUntil(timeout: 20, "gpsd connected") { (self.gps($0)["connections"] as? Int ?? 0) >= 1 }
+        let status = gps(try daemon.connect().request(["cmd": "status"]))
+        XCTAssertEqual(status["state"] as? String, "no_fix")
+        XCTAssertNil(status["error"], "connected, and no failure yet: \(status)")
+        let line = try runCommand(Binaries.stepctl, ["--socket", daemon.socketPath, "status"], timeout: 20).stdout
+        let gpsLine = line.split(separator: "\n").first { $0.hasPrefix("gps:") }.map(String.init) ?? ""
+        XCTAssertTrue(gpsLine.hasPrefix("gps:      no_fix via gpsd 127.0.0.1:\(port), 0 fixes"), gpsLine)
+        XCTAssertFalse(gpsLine.contains("not connected"), gpsLine)
+    }
+
+    func testAReceiverThatGoesQuietTurnsStaleAfterTenSecondsWhileGpsdStaysConnected() throws {
+        let directory = try TemporaryDirectory()
+        let port = GPSDFake.freePort()
+        let fake = try GPSDFake(log: try Binaries.sharedData("gps/quectel-l76k-nmea.log").path, port: port, stepped: true, directory: directory)
+        defer { fake.stop() }
+        let daemon = try startDaemon(port: port, directory: directory)
+        try daemon.waitUntil(timeout: 20, "gpsd connected") { (self.gps($0)["connections"] as? Int ?? 0) >= 1 }
+        // About ten epochs of the log (24 sentences each), then silence.
+        fake.send(sentences: 240)
+        try daemon.waitUntil(timeout: 20, "a fix") { self.gps($0)["state"] as? String == "fix" }
+        let fixed = Date()
+        try daemon.waitUntil(timeout: 30, "stale") { self.gps($0)["state"] as? String == "stale" }
+        XCTAssertGreaterThan(Date().timeIntervalSince(fixed), 8, "stale too early")
+        let status = gps(try daemon.connect().request(["cmd": "status"]))
+        XCTAssertEqual(status["connections"] as? Int, 1, "gpsd stayed connected")
+        XCTAssertGreaterThanOrEqual(status["last_fix_age_s"] as? Double ?? 0, 10)
+        let line = try runCommand(Binaries.stepctl, ["--socket", daemon.socketPath, "status"], timeout: 20).stdout
+        XCTAssertTrue(line.contains("gps:      stale via gpsd"), line)
+    }
+
+    func testSatellitesUsedAreTheEpochsForTheQuectelLog() throws {
+        // gpsd sends two SKYs an epoch for this receiver (GPS and BeiDou, then all); the fix counts the epoch's.
+        let log = try Binaries.sharedData("gps/quectel-l76k-nmea.log").path
+        let directory = try TemporaryDirectory()
+        let port = GPSDFake.freePort()
+        let daemon = try startDaemon(port: port, directory: directory)
+        let fake = try GPSDFake(log: log, port: port, cycleSeconds: 0.01, directory: directory)
+        defer { fake.stop() }
+        var p: [String: Any] = [:]
+        try pollUntil("a 3D fix", timeout: 30, detail: "\(p)") {
+            p = try position(daemon)
+            return p["mode"] as? String == "3d"
+        }
+        // gpsd's SKYs of each epoch mark 12 satellites used (9 in the first, 12 in the second).
+        XCTAssertEqual(p["satellites_used"] as? Int, 12, "\(p)")
+    }
+
     // MARK: Generated logs
 
     func testGeneratedFourHundredMetreWalkWithAGapMeasuresWithinOnePercentAndExportsParse() throws {

@@ -56,4 +56,64 @@ final class GraphTests: XCTestCase {
         let after = try tmux(["capture-pane", "-p", "-t", "graph"]).stdout
         XCTAssertFalse(after.contains("stepd seismometer"), "the screen is restored")
     }
+
+    /// The screen until `condition` holds on it (5 s at most), then as it is.
+    private func screen(until condition: (String) -> Bool) throws -> String {
+        var screen = ""
+        for _ in 0..<50 {
+            screen = try tmux(["capture-pane", "-p", "-t", "graph"]).stdout
+            if condition(screen) { break }
+            usleep(100_000)
+        }
+        return screen
+    }
+
+    /// A terminal made larger (SIGWINCH) gets a larger chart at once; a smaller one a smaller chart.
+    func testGraphFollowsTerminalResizes() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/tmux") else { throw XCTSkip("tmux not installed") }
+        let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--loop", "--no-gps"])
+        defer { _ = try? tmux(["kill-server"]) }
+        XCTAssertEqual(try tmuxDetached(["new-session", "-d", "-s", "graph", "-x", "80", "-y", "24",
+                                         "\(Binaries.stepctl) graph --socket \(daemon.socketPath); sleep 30"]), 0)
+        func widest(_ screen: String) -> Int { screen.split(separator: "\n").map(\.count).max() ?? 0 }
+        // The chart's last line ("Ctrl-C to quit") is the pane's last row but one (the last is left blank).
+        func endsOnLastRow(_ screen: String) throws -> Bool {
+            let rows = Int(try tmux(["display-message", "-p", "-t", "graph", "#{pane_height}"]).stdout
+                .trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+            let lines = screen.split(separator: "\n", omittingEmptySubsequences: false)
+            return rows > 20 && lines.count >= rows && lines[rows - 2].contains("Ctrl-C to quit")
+        }
+        let small = try screen { $0.contains("vibration") && $0.contains("█") }
+        XCTAssertLessThanOrEqual(widest(small), 80, small)
+        XCTAssertTrue(try endsOnLastRow(small), small)
+        XCTAssertEqual(try tmux(["resize-window", "-t", "graph", "-x", "120", "-y", "40"]).status, 0)
+        let large = try screen { widest($0) >= 119 && (try? endsOnLastRow($0)) == true }
+        XCTAssertTrue((119...120).contains(widest(large)), "a chart as wide as 120 columns: \(large)")
+        XCTAssertTrue(try endsOnLastRow(large), "a chart as tall as 40 rows: \(large)")
+        XCTAssertEqual(try tmux(["resize-window", "-t", "graph", "-x", "90", "-y", "30"]).status, 0)
+        let smaller = try screen { widest($0) <= 90 && (try? endsOnLastRow($0)) == true }
+        XCTAssertTrue((89...90).contains(widest(smaller)), "a chart as wide as 90 columns: \(smaller)")
+        XCTAssertTrue(try endsOnLastRow(smaller), "a chart as tall as 30 rows: \(smaller)")
+    }
+
+    /// The daemon restarted under `stepctl graph`: the chart says it waits, then goes on with the new daemon.
+    func testGraphWaitsForARestartedDaemon() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/tmux") else { throw XCTSkip("tmux not installed") }
+        let directory = try TemporaryDirectory()
+        let arguments = ["--replay", Binaries.bundledRecording, "--loop", "--no-gps"]
+        let first = try Daemon(arguments: arguments, directory: directory)
+        defer { _ = try? tmux(["kill-server"]) }
+        XCTAssertEqual(try tmuxDetached(["new-session", "-d", "-s", "graph", "-x", "80", "-y", "24",
+                                         "\(Binaries.stepctl) graph --socket \(first.socketPath); sleep 30"]), 0)
+        _ = try screen { $0.contains("█") }
+        XCTAssertEqual(first.terminate(), 0)
+        let waiting = try screen { $0.contains("waiting for it to come back") }
+        XCTAssertTrue(waiting.contains("stepd went away; waiting for it to come back"), waiting)
+        XCTAssertTrue(waiting.contains("stepd seismometer"), "still drawing: \(waiting)")
+        let second = try Daemon(arguments: arguments, directory: directory)
+        defer { second.terminate() }
+        let back = try screen { !$0.contains("waiting for it to come back") }
+        XCTAssertFalse(back.contains("waiting for it to come back"), back)
+        XCTAssertTrue(back.contains("stepd seismometer"), back)
+    }
 }

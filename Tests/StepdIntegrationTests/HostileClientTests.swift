@@ -35,8 +35,9 @@ final class HostileClientTests: XCTestCase {
         let observer = try daemon.connect()
         _ = try observer.request(["cmd": "status"])
         let baseline = ProcStatus.residentBytes(of: pid)
-        // 100 clients, each pipelining 272 KiB of `status` without reading a reply, held 2 s, then closed.
-        let hostile = try Unprivileged.Running(["pipeline", daemon.socketPath, "100", "2"])
+        // 100 clients, each pipelining 272 KiB of `status` without reading a reply, held 5 s, then closed (by the
+        // daemon after 3 s of reading nothing).
+        let hostile = try Unprivileged.Running(["pipeline", daemon.socketPath, "100", "5"])
         var slowest = 0.0, peak = baseline, answered = 0
         while hostile.process.isRunning {
             let started = Date()

@@ -1,5 +1,7 @@
 import Foundation
 import XCTest
+@testable import StepAcquisition
+import StepProcessing
 
 /// A daemon started with no accelerometer counts nothing, says it waits, and picks up one that appears later
 /// (a fake IIO device plugged into its mount namespace) within 2 s, without a restart and without looking for
@@ -57,5 +59,52 @@ final class IIOWaitingTests: XCTestCase {
             (try daemon.steps()["steps"] as? Int ?? 0) > 10
         }
         XCTAssertEqual(fake.terminate(), 0)
+    }
+}
+
+/// A device appears before udev has given it to group stepd (60-stepd.rules): the daemon, not root, is refused its
+/// node and attributes for a moment. That is a wait (a notice), not a fault (a warning in the journal), as long as
+/// it does not last; the device is read once udev has done its work.
+final class IIOPermissionWaitTests: XCTestCase {
+    func testADeviceNotYetGivenToTheDaemonIsWaitedForWithoutAWarningThenRead() throws {
+        try Unprivileged.requireTools()
+        let device: [String: Any] = ["name": "bmi160", "recording": Binaries.bundledRecording, "trigger": true,
+                                     "sampling_frequency_available": [25, 50, 62.5, 100, 200]]
+        let directory = try TemporaryDirectory()
+        chmod(directory.path, 0o777)   // the daemon runs as nobody: its socket and state are made there
+        let socket = directory.file("stepd.sock")
+        let fake = try FakeIIO(devices: [device], speed: 4,
+                               command: ["/usr/bin/setpriv"] + Unprivileged.asUser(Unprivileged.nobody, [
+                                   Binaries.stepd, "--socket", socket, "--state-dir", directory.file("state"), "--no-gps"]),
+                               directory: directory)
+        let daemon = FakeIIODaemon(socketPath: socket, fake: fake)
+        try daemon.waitForSocket()
+        let refused = try daemon.waitUntil(timeout: 20, "waiting for udev") {
+            $0.sourceState == "waiting" && ($0.sourceError ?? "").contains("waiting for udev")
+        }
+        XCTAssertEqual(refused["samples_in"] as? Int, 0, "\(refused)")
+
+        try fake.control("grant iio:device0")
+        try daemon.waitUntil(timeout: 10, "samples once udev has given the device") {
+            $0.sourceState == "running" && ($0["samples_in"] as? Int ?? 0) > 0
+        }
+        let warnings = fake.log.split(separator: "\n").filter { $0.contains(" warning ") || $0.contains(" error ") }
+        XCTAssertEqual(warnings, [], "a refusal while udev works is no warning:\n\(fake.log)")
+        XCTAssertEqual(fake.terminate(), 0)
+    }
+
+    /// The grace is for udev only: a refusal that lasts is `unavailable`, with what to do.
+    func testARefusalThatLastsIsAFaultThatSaysWhatToDo() {
+        let refusal = IIOError.notPermitted(device: "iio:device0 (bmi160)", what: "cannot open /dev/iio:device0",
+                                            reason: "Permission denied (13)")
+        let early = IIOAccelerometerSource.state(for: refusal, missing: false, sinceAppeared: 1.5)
+        XCTAssertEqual(early.name, "waiting")
+        let late = IIOAccelerometerSource.state(for: refusal, missing: false,
+                                                sinceAppeared: IIOAccelerometerSource.udevGraceSeconds + 0.1)
+        XCTAssertEqual(late.name, "unavailable")
+        XCTAssertTrue(late.reason?.contains("group stepd") ?? false, "\(late)")
+        let busy = IIOAccelerometerSource.state(for: .deviceBusy(device: "d", path: "/dev/iio:device0"), missing: false,
+                                                sinceAppeared: 0.5)
+        XCTAssertEqual(busy.name, "busy", "only a refusal of permission is waited for")
     }
 }

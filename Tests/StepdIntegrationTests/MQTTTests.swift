@@ -56,13 +56,13 @@ final class MQTTTests: XCTestCase {
         var daemon = try replaying("a.sock")
         try waitForLink(daemon, "connected")
 
-        // Retained: the status, STEPS, and Home Assistant's six sensors and the tracker.
+        // Retained: the status, STEPS, and Home Assistant's sensors: no floors (no barometer), no tracker (--no-gps).
         try waitForRetained(broker, "stepd/outage/status", "online")
         let retained = try retainedMessages(broker: broker, topics: ["stepd/outage/#", "homeassistant/#"])
         XCTAssertTrue(retained["stepd/outage/steps"]?.contains("\"class\":\"STEPS\"") == true, "\(retained)")
         let discovery = retained.keys.filter { $0.hasPrefix("homeassistant/") }.sorted()
-        XCTAssertEqual(discovery, (["activity", "cadence", "distance", "floors", "steps", "steps_today"].map { "homeassistant/sensor/stepd_outage/\($0)/config" }
-                       + ["homeassistant/device_tracker/stepd_outage/position/config"]).sorted(), "\(retained.keys)")
+        XCTAssertEqual(discovery, ["activity", "cadence", "distance", "steps", "steps_today"].map { "homeassistant/sensor/stepd_outage/\($0)/config" },
+                       "\(retained.keys)")
         let stepsConfig = try JSONSerialization.jsonObject(with: Data((retained["homeassistant/sensor/stepd_outage/steps/config"] ?? "{}").utf8)) as? [String: Any]
         XCTAssertEqual(stepsConfig?["state_topic"] as? String, "stepd/outage/steps")
         XCTAssertEqual((stepsConfig?["device"] as? [String: Any])?["identifiers"] as? [String], ["stepd_outage"])

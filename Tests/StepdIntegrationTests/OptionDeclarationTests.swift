@@ -107,7 +107,8 @@ final class OptionDeclarationTests: XCTestCase {
     }
 
     func testManPagesListEverySubcommandAndFlag() throws {
-        for (binary, page) in [(Binaries.stepd, "docs/man/stepd.8"), (Binaries.stepctl, "docs/man/stepctl.1")] {
+        for (binary, page) in [(Binaries.stepd, "docs/man/stepd.8"), (Binaries.stepctl, "docs/man/stepctl.1"),
+                               (Binaries.stepdWeb, "docs/man/stepd-web.1")] {
             let text = try String(contentsOf: Binaries.repository.appendingPathComponent(page), encoding: .utf8)
             let root = try dump(binary)
             for argument in root.arguments {

@@ -231,11 +231,85 @@ final class DaemonLifecycleTests: XCTestCase {
         XCTAssertEqual(try first.connect().request(["cmd": "status"])["class"] as? String, "STATUS")
     }
 
-    func testAStaleSocketFileIsReplaced() throws {
+    /// A socket file left by a daemon that died (nobody listens on it) is replaced.
+    func testAStaleSocketIsReplaced() throws {
         let dir = try TemporaryDirectory()
-        XCTAssert(FileManager.default.createFile(atPath: dir.file("stepd.sock"), contents: Data()))
+        let stale = try Self.leaveStaleSocket(at: dir.file("stepd.sock"))
+        XCTAssertThrowsError(try ServerBoundsTests.connectNeverReading(stale), "nobody listens on it")
         let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording], directory: dir)
         XCTAssertEqual(try daemon.connect().request(["cmd": "status"])["class"] as? String, "STATUS")
+    }
+
+    /// Anything at the socket's path that is not a stale socket is someone's: the daemon refuses to start, says
+    /// why, and leaves it as it was (before: a regular file was deleted).
+    func testARegularFileOrDirectoryAtTheSocketPathIsRefusedAndLeftUntouched() throws {
+        let dir = try TemporaryDirectory()
+        let precious = Data("the administrator's notes\n".utf8)
+        XCTAssert(FileManager.default.createFile(atPath: dir.file("stepd.sock"), contents: precious))
+        let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording], directory: dir, waitForSocket: false)
+        try pollUntil("stepd to refuse the path and exit", timeout: 20, detail: daemon.log) { !daemon.process.isRunning }
+        XCTAssertEqual(daemon.process.terminationStatus, 73, daemon.log)
+        XCTAssert(daemon.log.contains("stepd.sock exists and is a regular file, not a socket left by a stopped daemon"), daemon.log)
+        XCTAssertEqual(FileManager.default.contents(atPath: dir.file("stepd.sock")), precious)
+
+        try FileManager.default.createDirectory(atPath: dir.file("dir.sock"), withIntermediateDirectories: false)
+        let second = try Daemon(arguments: ["--replay", Binaries.bundledRecording], directory: dir, socketName: "dir.sock",
+                                waitForSocket: false)
+        try pollUntil("stepd to refuse the directory and exit", timeout: 20, detail: second.log) { !second.process.isRunning }
+        XCTAssertEqual(second.process.terminationStatus, 73, second.log)
+        XCTAssert(second.log.contains("is a directory"), second.log)
+    }
+
+    /// SIGHUP, SIGUSR1 and SIGUSR2 used to kill the daemon (their default action) without its final save.
+    /// Now HUP and USR2 are logged and ignored, USR1 logs the daemon's state; SIGTERM still saves the count.
+    func testHUPUSR1AndUSR2NeitherKillTheDaemonNorCostItsSave() throws {
+        let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--speed", "4", "--loop"])
+        _ = try daemon.waitForSteps("steps") { ($0["steps"] as? Int ?? 0) > 0 }
+        for signal in [SIGHUP, SIGUSR1, SIGUSR2, SIGHUP] {
+            kill(daemon.process.processIdentifier, signal)
+            usleep(100_000)
+        }
+        XCTAssertTrue(daemon.process.isRunning, daemon.log)
+        XCTAssertEqual(try daemon.connect().request(["cmd": "status"])["class"] as? String, "STATUS")
+        try pollUntil("the signals to be logged", timeout: 10, every: 0.1, detail: daemon.log) {
+            daemon.log.contains("SIGUSR2 ignored")
+        }
+        let log = daemon.log
+        XCTAssert(log.contains("SIGHUP ignored: stepd reads its configuration only at start"), log)
+        XCTAssert(log.contains("SIGUSR1: ") && log.contains(" steps since "), log)
+        XCTAssertEqual(daemon.terminate(), 0)
+        XCTAssert(daemon.log.contains(" saved to "), daemon.log)
+    }
+
+    /// A crash leaves a trace: on a fatal signal, Swift's runtime backtracer writes a symbolicated backtrace
+    /// of the daemon's threads to its log (stderr: the journal under systemd), also for the statically linked
+    /// release build, which finds no backtracer by itself (CrashTrace). A SIGSEGV sent with kill(2) stands for
+    /// the crash: the runtime's handler backtraces it the same way (and, no instruction having faulted, the
+    /// process then runs on).
+    func testAFatalSignalLeavesASymbolicatedBacktraceInTheLog() throws {
+        let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--loop"])
+        kill(daemon.process.processIdentifier, SIGSEGV)
+        try pollUntil("the backtrace", timeout: 60, every: 0.2, detail: daemon.log) { daemon.log.contains("Backtrace took") }
+        let log = daemon.log
+        XCTAssert(log.contains("*** Program crashed: "), log)
+        XCTAssert(log.contains("Thread 0"), log)
+        // Frames are named: function + offset in an image (the C library's sigsuspend, where the main thread waits).
+        XCTAssert(log.range(of: #"\n *0 +0x[0-9a-f]+ [A-Za-z_][^\n]* \+ \d+ in \S+"#, options: .regularExpression) != nil, log)
+        daemon.terminate(signal: SIGKILL)
+    }
+
+    /// A socket bound at `path` and closed without being removed, as a daemon killed by SIGKILL leaves it.
+    private static func leaveStaleSocket(at path: String) throws -> String {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8) + [0]) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        XCTAssertEqual(bound, 0)
+        Glibc.close(fd)
+        return path
     }
 
     func testEmbeddedDefaultRunsAsAnOrdinaryUserWithAPerUserSocket() throws {

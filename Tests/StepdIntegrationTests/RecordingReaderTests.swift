@@ -121,7 +121,9 @@ final class RecordingReaderTests: XCTestCase {
                 if k > 0 && i % 7 == 0 { return odd[Int.random(in: 0..<odd.count, using: &generator)] }
                 let digits = Int.random(in: 1...19, using: &generator)
                 let mantissa = String((0..<digits).map { _ in "0123456789".randomElement(using: &generator)! })
-                let point = Int.random(in: 0...digits, using: &generator)
+                // t has at most 12 digits before the point: a larger time is refused (maximumTimeSeconds); the
+                // other columns, parsed by the same code, take every length.
+                let point = Int.random(in: 0...(k == 0 ? min(digits, 12) : digits), using: &generator)
                 let sign = Bool.random(using: &generator) ? "-" : ""
                 return sign + mantissa.prefix(point) + "." + mantissa.dropFirst(point)
             }
@@ -179,6 +181,31 @@ final class RecordingReaderTests: XCTestCase {
         }
         XCTAssertThrowsError(try PressureFileReader(path: directory.file("none.csv"))) { error in
             XCTAssertEqual(error as? PressureFileError, .missing(path: directory.file("none.csv")))
+        }
+    }
+
+    /// A time is seconds within 10^12 of zero or the row is refused with its line (RecordingReader.maximumTimeSeconds):
+    /// every stage after the reader can rely on a clock that resolves its samples. The pressure file beside a
+    /// recording keeps the same clock and is held to the same limit.
+    func testATimeBeyondTenToTheTwelveOrNotANumberIsRefusedWithItsLine() throws {
+        let directory = try TemporaryDirectory()
+        for time in ["1e300", "1e20", "-1e20", "1.0000001e12", "nan", "inf", "-inf", "1795132800123"] {
+            let row = "\(time),0,0,9.8"
+            let path = try write("t,x,y,z\n0,0,0,9.8\n0.01,0,0,9.8\n\(row)\n0.03,0,0,9.8\n", "t.csv", in: directory)
+            let refused = error(reading: path)
+            XCTAssertEqual(refused?.description, "\(path):4: expected a time t in seconds from -10^12 to 10^12 "
+                           + "(31,700 years either side of zero), found '\(row)'", time)
+            XCTAssertEqual(refused?.isMissingInput, false)
+        }
+        for time in ["1e12", "-1e12", "1795132800.123", "-5"] {
+            let path = try write("t,x,y,z\n\(time),0,0,9.8\n", "ok.csv", in: directory)
+            XCTAssertEqual(try RecordingReader.read(path: path).first?.time, Double(time), time)
+        }
+        let pressure = try write("t,p_kpa\n0,101\n1e20,101\n", "walk.pressure.csv", in: directory)
+        let reader = try PressureFileReader(path: pressure)
+        XCTAssertNotNil(try reader.next())
+        XCTAssertThrowsError(try reader.next()) { error in
+            XCTAssertEqual(error as? PressureFileError, .badLine(path: pressure, line: 3, text: "1e20,101"))
         }
     }
 }

@@ -33,6 +33,7 @@ final class ServiceInstallTests: XCTestCase {
         XCTAssertEqual(install.status, 0, install.stdout + install.stderr)
         XCTAssertEqual(files(under: destdir), [
             "/usr/bin/stepd", "/usr/bin/stepctl", "/usr/bin/stepd-web",
+            "/usr/libexec/stepd/swift-backtrace-static",  // the toolchain's, for stepd's crash backtraces (stepd(8))
             "/usr/lib/systemd/system/stepd.service", "/usr/lib/systemd/system/stepd.socket",
             "/usr/lib/systemd/system/stepd-web.service", "/usr/lib/sysusers.d/stepd-web.conf",
             "/usr/lib/sysusers.d/stepd.conf", "/usr/lib/udev/rules.d/60-stepd.rules",
@@ -40,7 +41,7 @@ final class ServiceInstallTests: XCTestCase {
             "/usr/share/stepd-web/charts.js", "/usr/share/stepd-web/map.js", "/usr/share/stepd-web/seismometer.js",
             "/usr/share/stepd/81-stepd-no-sensor-proxy.rules.example",
             "/usr/share/stepd/walk-inhand.csv.gz", "/usr/share/stepd/README.md",
-            "/usr/share/man/man8/stepd.8", "/usr/share/man/man1/stepctl.1",
+            "/usr/share/man/man8/stepd.8", "/usr/share/man/man1/stepctl.1", "/usr/share/man/man1/stepd-web.1",
             "/etc/stepd/stepd.conf", "/etc/stepd/stepd.conf.example",
         ])
         XCTAssertTrue(FileManager.default.isExecutableFile(atPath: destdir + "/usr/bin/stepd"))

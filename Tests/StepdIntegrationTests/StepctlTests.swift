@@ -48,6 +48,15 @@ final class StepctlTests: XCTestCase {
         XCTAssert((summary["since"] as? String ?? "").hasSuffix("T00:00:00.000+09:00"), "\(summary)")
     }
 
+    func testJSONLinesStartWithTheirClassAsGpsdsDo() throws {
+        // The daemon's replies as stepctl prints them, and stepctl's own summary: class first, then the fields.
+        for (command, prefix) in [("status", #"{"class":"STATUS","release":"#), ("steps", #"{"class":"STEPS","steps":"#),
+                                  ("position", #"{"class":"POSITION","#), ("summary", #"{"class":"SUMMARY","steps":"#)] {
+            let output = try stepctl([command, "--json", "--socket", daemon.socketPath])
+            XCTAssertTrue(output.stdout.hasPrefix(prefix), "\(command): \(output.stdout) \(output.stderr)")
+        }
+    }
+
     func testGraphRefusesANonTerminalAndStreamsMotionAsJSON() throws {
         let refused = try stepctl(["graph", "--socket", daemon.socketPath])
         XCTAssertEqual(refused.status, 64)
@@ -81,6 +90,76 @@ final class StepctlTests: XCTestCase {
         let reset = try runCommand("/usr/bin/setpriv", Unprivileged.asUser(Unprivileged.nobody, [Binaries.stepctl, "reset", "--socket", daemon.socketPath]))
         XCTAssertEqual(reset.status, 77, reset.stderr)
         XCTAssert(reset.stderr.contains("not permitted"), reset.stderr)
+    }
+
+    /// Every command that prints, with its standard output a pipe whose reader has gone before the first line:
+    /// each ends at once, quietly, with 0 (stepctl(1)): no trap in FileHandle's write, no `watch` writing into
+    /// the void for ever.
+    func testAClosedPipeEndsEveryPrintingCommandQuietly() throws {
+        let socket = ["--socket", daemon.socketPath]
+        let commands: [[String]] = [
+            ["status"], ["steps"], ["steps", "--json"], ["history", "--since", "2d"], ["history", "--json"], ["summary"],
+            ["summary", "--json"], ["position"], ["visits"], ["track"], ["track", "--gpx"], ["track", "--geojson"],
+            ["watch"], ["watch", "--json"], ["watch", "--classes", "MOTION"], ["graph", "--json"],
+        ]
+        for command in commands {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: Binaries.stepctl)
+            process.arguments = command + socket
+            let output = Pipe(), errors = Pipe()
+            process.standardOutput = output
+            process.standardError = errors
+            try output.fileHandleForReading.close()   // nobody reads: the first write is an EPIPE
+            try process.run()
+            let deadline = Date().addingTimeInterval(15)
+            while process.isRunning && Date() < deadline { usleep(10_000) }
+            let ended = !process.isRunning
+            if !ended { process.terminate() }
+            process.waitUntilExit()
+            let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            let name = command.joined(separator: " ")
+            XCTAssertTrue(ended, "stepctl \(name) went on after its reader had gone")
+            XCTAssertEqual(process.terminationReason, .exit, "stepctl \(name) died by signal \(process.terminationStatus)")
+            XCTAssertEqual(process.terminationStatus, 0, "stepctl \(name): \(stderr)")
+            XCTAssertEqual(stderr, "", "stepctl \(name) is quiet")
+        }
+    }
+
+    /// The shell's way: `stepctl watch | head -n 2` ends once head has its two lines; stepctl's own status is 0.
+    func testWatchIntoHeadEnds() throws {
+        // timeout(1): a stepctl that never ends is killed (137), so the test ends either way.
+        let script = "set -o pipefail; timeout -s KILL 30 '\(Binaries.stepctl)' watch --socket '\(daemon.socketPath)' | head -n 2; "
+            + "echo \"status ${PIPESTATUS[0]}\""
+        let started = Date()
+        let result = try runCommand("/bin/bash", ["-c", script], timeout: 60)
+        let lines = result.stdout.split(separator: "\n")
+        XCTAssertEqual(lines.count, 3, result.stdout + result.stderr)
+        XCTAssertEqual(lines.last, "status 0", result.stderr)
+        XCTAssertEqual(result.stderr, "")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 25, "it ended by itself, not by the timeout")
+    }
+
+    /// A standard output that cannot be written for another reason (a full disk: /dev/full) is said, with EX_IOERR.
+    func testAFullDiskIsAnIOErrorSaidOnStandardError() throws {
+        let result = try runCommand("/bin/sh", ["-c", "'\(Binaries.stepctl)' status --socket '\(daemon.socketPath)' > /dev/full"])
+        XCTAssertEqual(result.status, 74, result.stderr)
+        XCTAssertEqual(result.stderr, "stepctl: cannot write to standard output: No space left on device\n")
+    }
+
+    /// A 100 KB argument is refused in one short line (64), not repeated whole; a socket path beyond sun_path
+    /// says its limit.
+    func testOverlongArgumentsAreRefusedInOneLine() throws {
+        let long = String(repeating: "x", count: 100_000)
+        for arguments in [["--socket", long, "status"], ["graph", "--rate", long], ["history", "--since=" + long]] {
+            let result = try stepctl(arguments)
+            XCTAssertEqual(result.status, 64, String(result.stderr.prefix(200)))
+            XCTAssertTrue(result.stderr.contains("expected at most 4095 bytes"), String(result.stderr.prefix(200)))
+            XCTAssertLessThan(result.stderr.utf8.count, 300)
+        }
+        let result = try stepctl(["--socket", "/tmp/" + String(repeating: "s", count: 200), "status"])
+        XCTAssertEqual(result.status, 69, result.stderr)
+        XCTAssertTrue(result.stderr.contains("the path is 205 bytes; a Unix socket's address holds at most 107"), result.stderr)
+        XCTAssertLessThan(result.stderr.utf8.count, 300)
     }
 
     /// Runs stepctl until it has printed `count` lines, then stops it.

@@ -71,6 +71,97 @@ final class StoreFaultTests: XCTestCase {
         }
     }
 
+    /// Truncated, overwritten in place, its write-ahead log scribbled on: the same file (inode) with other
+    /// contents, which SQLite would not notice before its next checkpoint mixed them with its own pages. At
+    /// the next commit the store is `failed` with the reason, the changed file is set aside, and a fresh
+    /// database takes the count in memory, so that a restart continues from everything counted.
+    private func checkChangedInPlace(_ what: String, file name: String, truncate: Bool = false, at offset: UInt64 = 0) throws {
+        let directory = try TemporaryDirectory()
+        let state = directory.file("state")
+        let daemon = try walking(state: state, directory: directory)
+        try waitForSteps(daemon, above: 10)
+        let path = state + "/stepd.sqlite"
+        let inode = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: path)[.systemFileNumber] as? Int)
+        let handle = try XCTUnwrap(FileHandle(forWritingAtPath: state + "/" + name), name)
+        if truncate {
+            try handle.truncate(atOffset: 0)
+        } else {
+            try handle.seek(toOffset: offset)
+            try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096))
+        }
+        try handle.close()
+        let failed = try daemon.waitUntil(timeout: 10, "store failed: \(what)") { status in
+            self.store(status)["state"] as? String == "failed"
+                && (self.store(status)["error"] as? String ?? "").contains("by another program while open")
+        }
+        XCTAssertTrue((store(failed)["error"] as? String ?? "").contains(what), "\(failed)")
+        let during = try steps(daemon)
+        try waitForSteps(daemon, above: during)
+        try daemon.waitUntil(timeout: 15, "a fresh database after: \(what)") { self.store($0)["state"] as? String == "ok" }
+        let fresh = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: path)[.systemFileNumber] as? Int)
+        XCTAssertNotEqual(fresh, inode, "the changed file is not written on")
+        let kept = try FileManager.default.contentsOfDirectory(atPath: state).filter { $0.hasPrefix("stepd.sqlite.changed-") }
+        XCTAssertFalse(kept.isEmpty, "the changed file is set aside")
+        try waitForSteps(daemon, above: try steps(daemon))
+        XCTAssertEqual(daemon.terminate(), 0)
+        let saved = try savedCount(daemon)
+        XCTAssertGreaterThan(saved, during)
+        let again = try Daemon(arguments: ["--replay", try still(in: directory), "--no-gps", "--state-dir", state],
+                               directory: directory, socketName: "again.sock")
+        XCTAssertEqual(try steps(again), saved, "the count goes on after a restart")
+        XCTAssertEqual(again.terminate(), 0)
+    }
+
+    func testDatabaseTruncatedInPlaceIsAFailedStoreAndAFreshDatabaseKeepsTheCount() throws {
+        try checkChangedInPlace("truncated", file: "stepd.sqlite", truncate: true)
+    }
+
+    func testDatabaseOverwrittenInPlaceIsAFailedStoreAndAFreshDatabaseKeepsTheCount() throws {
+        try checkChangedInPlace("overwritten in place", file: "stepd.sqlite")
+    }
+
+    func testWriteAheadLogScribbledOnIsAFailedStoreAndAFreshDatabaseKeepsTheCount() throws {
+        try checkChangedInPlace("write-ahead log", file: "stepd.sqlite-wal", at: 32)
+    }
+
+    /// SIGTERM a moment after the database was deleted, before the store's next attempt to reopen it: the
+    /// final save opens a new one rather than giving the count up.
+    func testDatabaseDeletedThenSigtermWithinTheRetryWindowSavesTheCount() throws {
+        let directory = try TemporaryDirectory()
+        let state = directory.file("state")
+        let daemon = try walking(state: state, directory: directory)
+        try waitForSteps(daemon, above: 10)
+        for suffix in ["", "-wal", "-shm"] { unlink(state + "/stepd.sqlite" + suffix) }
+        try daemon.waitUntil(timeout: 10, "store failed") { self.store($0)["state"] as? String == "failed" }
+        let counted = try steps(daemon)
+        XCTAssertEqual(daemon.terminate(), 0)
+        let saved = try savedCount(daemon)
+        XCTAssertGreaterThanOrEqual(saved, counted)
+        let again = try Daemon(arguments: ["--replay", try still(in: directory), "--no-gps", "--state-dir", state],
+                               directory: directory, socketName: "again.sock")
+        XCTAssertEqual(try steps(again), saved, "the count goes on after a restart")
+        XCTAssertEqual(again.terminate(), 0)
+    }
+
+    /// SIGTERM at once after the file was truncated in place: the stop notices it, sets it aside and saves
+    /// the count in a fresh database, rather than calling a count "saved" in a file that no longer holds it.
+    func testDatabaseTruncatedThenSigtermSavesTheCountInAFreshDatabase() throws {
+        let directory = try TemporaryDirectory()
+        let state = directory.file("state")
+        let daemon = try walking(state: state, directory: directory)
+        try waitForSteps(daemon, above: 10)
+        XCTAssertEqual(truncate(state + "/stepd.sqlite", 0), 0)
+        let counted = try steps(daemon)
+        XCTAssertEqual(daemon.terminate(), 0)
+        let saved = try savedCount(daemon)
+        XCTAssertGreaterThanOrEqual(saved, counted)
+        XCTAssertTrue(daemon.log.contains("truncated by another program"), daemon.log)
+        let again = try Daemon(arguments: ["--replay", try still(in: directory), "--no-gps", "--state-dir", state],
+                               directory: directory, socketName: "again.sock")
+        XCTAssertEqual(try steps(again), saved, "the count goes on after a restart")
+        XCTAssertEqual(again.terminate(), 0)
+    }
+
     /// A board lying still: a restarted daemon adds nothing of its own.
     private func still(in directory: TemporaryDirectory) throws -> String {
         var text = "t,x,y,z\n"

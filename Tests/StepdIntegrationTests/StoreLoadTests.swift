@@ -5,24 +5,6 @@ import XCTest
 /// Nothing a client asks of the store slows counting or holds a stop back: track exports are built off the
 /// processing queue, history reads run beside the commits and give up when the daemon stops.
 final class StoreLoadTests: XCTestCase {
-    /// A board lying still: the first run only creates the database.
-    private func createDatabase(state: String, directory: TemporaryDirectory) throws {
-        var text = "t,x,y,z\n"
-        for i in 0..<200 { text += String(format: "%.2f,0.0,0.0,9.81\n", Double(i) / 100) }
-        let still = directory.file("still.csv")
-        try text.write(toFile: still, atomically: true, encoding: .utf8)
-        let first = try Daemon(arguments: ["--replay", still, "--no-gps", "--state-dir", state], directory: directory,
-                               socketName: "create.sock")
-        XCTAssertEqual(first.terminate(), 0)
-    }
-
-    /// Runs Python's sqlite3 on the stopped daemon's database (`db` is the connection, `now` the Unix time).
-    private func fill(state: String, _ script: String) throws {
-        let program = "import sqlite3, sys, time\ndb = sqlite3.connect(sys.argv[1])\nnow = time.time()\n" + script + "\ndb.commit()\n"
-        let result = try runCommand("/usr/bin/env", ["python3", "-c", program, state + "/stepd.sqlite"])
-        XCTAssertEqual(result.status, 0, result.stderr)
-    }
-
     private func walking(state: String, directory: TemporaryDirectory) throws -> Daemon {
         try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--speed", "4", "--loop", "--no-gps",
                                "--state-dir", state], directory: directory)
@@ -31,9 +13,9 @@ final class StoreLoadTests: XCTestCase {
     func testSigtermWithinTwoSecondsWithFourHugeHistoryRequestsInFlight() throws {
         let directory = try TemporaryDirectory()
         let state = directory.file("state")
-        try createDatabase(state: state, directory: directory)
+        try PreparedHistory.create(state: state, directory: directory)
         // 400 days of 14 walking hours: a full retention's worth of minute bins.
-        try fill(state: state, """
+        try PreparedHistory.fill(state: state, """
             first = int(now // 60) - 400 * 1440
             db.executemany("INSERT OR IGNORE INTO minute_bin (minute, steps, distance_m) VALUES (?, 40, 28.0)",
                            ((first + d * 1440 + 420 + m,) for d in range(400) for m in range(14 * 60)))
@@ -72,9 +54,9 @@ final class StoreLoadTests: XCTestCase {
     func testStepEventsKeepFlowingDuringThreeConcurrentExportsOfAnEightyThousandPointTrack() throws {
         let directory = try TemporaryDirectory()
         let state = directory.file("state")
-        try createDatabase(state: state, directory: directory)
+        try PreparedHistory.create(state: state, directory: directory)
         // 80,000 fixes at 1 Hz ending now, walking east: restored at start as the path in memory.
-        try fill(state: state, """
+        try PreparedHistory.fill(state: state, """
             rows = ((now - 80000 + i, 48.1 + (i % 600) * 1e-5, 11.5 + i * 1e-5, 520.0, 4.0, "3d", 9) for i in range(80000))
             db.executemany("INSERT INTO track_point VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
             """)

@@ -34,6 +34,26 @@ final class WebStatusLineTests: XCTestCase {
         XCTAssertEqual(page.dialogs, [], "the page opened a pop-up")
     }
 
+    func testAQuietReceiverIsStaleOnThePageWhenStatusSaysSo() throws {
+        let directory = try TemporaryDirectory()
+        let port = GPSDFake.freePort()
+        // gpsd stays up; the receiver sends ten epochs of the Quectel log, then nothing.
+        let fake = try GPSDFake(log: try Binaries.sharedData("gps/quectel-l76k-nmea.log").path, port: port, stepped: true, directory: directory)
+        defer { fake.stop() }
+        let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--loop", "--gpsd", "127.0.0.1:\(port)",
+                                            "--gps-retry-s", "0.2"], directory: directory)
+        defer { daemon.terminate() }
+        try daemon.waitUntil(timeout: 20, "gpsd connected") { (($0["gps"] as? [String: Any])?["connections"] as? Int ?? 0) >= 1 }
+        let page = try DashboardPage(socket: daemon.socketPath, directory: directory)
+        defer { page.stop() }
+        fake.send(sentences: 240)
+        try page.waitUntil("document.getElementById('status').textContent.includes('GPS fix')", "a fix on the page")
+        // The page says stale when STATUS does (the daemon's rule), not on a clock of its own.
+        try daemon.waitUntil(timeout: 30, "STATUS stale") { ($0["gps"] as? [String: Any])?["state"] as? String == "stale" }
+        try page.waitUntil("document.getElementById('status').textContent.includes('GPS stale: last fix')", "stale on the page")
+        XCTAssertEqual(try page.evaluate("document.getElementById('status').classList.contains('problem')") as? Bool, true)
+    }
+
     func testGpsSwitchedOffIsSaidInGreyAsAChoice() throws {
         let directory = try TemporaryDirectory()
         let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--no-gps"], directory: directory)
@@ -44,6 +64,30 @@ final class WebStatusLineTests: XCTestCase {
         // --no-gps is what the user asked for: "GPS off", not "gpsd not reachable", and not a problem.
         XCTAssertEqual(page.status, "replay running · GPS off")
         XCTAssertEqual(try page.evaluate("document.getElementById('status').classList.contains('problem')") as? Bool, false)
+        XCTAssertEqual(page.dialogs, [], "the page opened a pop-up")
+    }
+
+    /// The daemon down when the page opens (stopped, restarting, not started yet): the page says it waits for
+    /// stepd, in the status line and in the empty charts, and fills in by itself once the daemon is there.
+    func testThePageWaitsForStepdAndFillsInWhenItStarts() throws {
+        let directory = try TemporaryDirectory()
+        let socket = directory.file("stepd.sock")
+        let page = try DashboardPage(socket: socket, directory: directory)
+        defer { page.stop() }
+        try page.waitUntil("document.getElementById('status').textContent.startsWith('waiting for stepd')", "the waiting status")
+        XCTAssertEqual(try page.evaluate("document.getElementById('status').classList.contains('problem')") as? Bool, true)
+        try page.waitUntil("document.querySelectorAll('svg.chart text.placeholder').length === 2", "both charts waiting")
+        XCTAssertEqual(try page.evaluate("[...document.querySelectorAll('svg.chart')].map((svg) => svg.textContent).join('|')") as? String,
+                       "waiting for stepd|waiting for stepd")
+        XCTAssertEqual(try page.evaluate("document.body.classList.contains('waiting')") as? Bool, true)
+        XCTAssertEqual(try page.evaluate("document.getElementById('steps').textContent") as? String, "waiting for stepd")
+        let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--loop", "--no-gps"], directory: directory)
+        defer { daemon.terminate() }
+        try page.waitUntil("document.getElementById('status').textContent.includes('GPS off')", timeout: 30, "the daemon's status")
+        try page.waitUntil("document.querySelectorAll('svg.chart text.placeholder').length === 0"
+                           + " && document.querySelectorAll('#hourly rect.slot').length === 24", timeout: 30, "the charts drawn")
+        XCTAssertEqual(try page.evaluate("document.body.classList.contains('waiting')") as? Bool, false)
+        try page.waitUntil("/^[0-9,]+$/.test(document.getElementById('steps').textContent)", "the count")
         XCTAssertEqual(page.dialogs, [], "the page opened a pop-up")
     }
 }

@@ -68,6 +68,7 @@ public final class GPSDSource: Sendable {
     /// Reads reports until the link fails or the source stops; returns why it ended.
     private func read(session: OpaquePointer, sink: FixSink) -> String {
         var fix = cgps_fix()
+        var epoch = SkyEpoch()
         var error: UnsafePointer<CChar>?
         while !isStopped {
             // A short wait so that stop() is noticed promptly; a dead gpsd makes the socket readable at once.
@@ -78,11 +79,23 @@ public final class GPSDSource: Sendable {
             }
             var message: UnsafePointer<CChar>?
             guard cgps_read(session, &message, &error) == 1, let message else { return text(error) }
+            if Self.isSKY(message) {
+                let text = Data(bytes: message, count: strlen(message))
+                if let sky = SkyEpoch.skyReport(json: text) { epoch.add(sky) }
+                continue
+            }
             guard Self.isTPV(message) else { continue }
             cgps_last_fix(session, &fix)
-            sink.receive(fix: Fix(fix, arrival: Date()))
+            var report = Fix(fix, arrival: Date())
+            // libgps keeps only the last SKY's count; the epoch's SKYs together give the fix's (SkyEpoch).
+            if let count = epoch.closeEpoch() { report.satellitesUsed = count }
+            sink.receive(fix: report)
         }
         return "stopped"
+    }
+
+    static func isSKY(_ message: UnsafePointer<CChar>) -> Bool {
+        strstr(message, #""class":"SKY""#) != nil
     }
 
     /// Whether a report is a TPV (time-position-velocity); gpsd writes its JSON compactly.

@@ -20,6 +20,10 @@ public final class IIOAccelerometerSource: SampleSource, @unchecked Sendable {
 
     /// Wait between attempts while the device is busy or failing.
     public static let retrySeconds = 1.0
+    /// How long a device that has just appeared may refuse the daemon (EACCES) before it is a fault: udev applies
+    /// 60-stepd.rules (group stepd, mode 0660) a moment after the kernel made the node and woke the daemon;
+    /// 1.5-2.7 s were seen when a HID sensor appeared during a systemd boot under QEMU.
+    public static let udevGraceSeconds = 10.0
 
     private let logger: Logger
     private let thread = SourceThread(name: "stepd.iio")
@@ -53,7 +57,9 @@ public final class IIOAccelerometerSource: SampleSource, @unchecked Sendable {
     private func run(sink: SampleSink) {
         // A local context can be watched for devices appearing; a remote iiod cannot, so it is asked again.
         let watcher = uri.hasPrefix("local") ? IIODeviceWatcher(logger: logger) : nil
-        var lastError: IIOError?
+        var lastState: SourceState?
+        // When the device was last found after being missing: a refusal soon after is udev not done yet.
+        var appearedAt: Date?
         while !thread.isStopped {
             watcher?.drain()
             logger.trace("iio: looking for an accelerometer through \(uri)")
@@ -61,9 +67,7 @@ public final class IIOAccelerometerSource: SampleSource, @unchecked Sendable {
             do {
                 let (device, found) = try IIODiscovery.find(uri: uri, selector: selector)
                 identify(found, sink: sink)
-                // Found again: a fault from here on is news, even the same one as last time (a second
-                // unplug after a quick replug would otherwise go unreported). The engine drops repeats.
-                lastError = nil
+                if appearedAt == nil { appearedAt = Date() }
                 let counter = IIOStepCounter(device: device)
                 if found.buffered {
                     try IIOBufferedSource(device: device, pipelineRateHz: pipelineRateHz, logger: logger)
@@ -72,12 +76,17 @@ public final class IIOAccelerometerSource: SampleSource, @unchecked Sendable {
                     try IIOPolledSource(device: device, rateHz: pipelineRateHz, logger: logger)
                         .run(sink: sink, stop: thread, hardwareSteps: counter)
                 }
-                lastError = nil
+                // Ran and stopped: a fault from here on is news, even the same one as last time (a second
+                // unplug after a quick replug would otherwise go unreported). The engine drops repeats.
+                lastState = nil
             } catch let error as IIOError {
                 missing = Self.isMissing(error, uri: uri)
+                if missing || error.isDisconnection { appearedAt = nil }
+                let state = Self.state(for: error, missing: missing,
+                                       sinceAppeared: appearedAt.map { Date().timeIntervalSince($0) })
                 // Report a fault once; retries of the same fault stay quiet (the engine logs transitions).
-                if error != lastError { sink.sourceStateChanged(error.sourceState(missing: missing)) }
-                lastError = error
+                if state != lastState { sink.sourceStateChanged(state) }
+                lastState = state
             } catch {
                 sink.sourceStateChanged(.unavailable(reason: "\(error)"))
             }
@@ -93,6 +102,17 @@ public final class IIOAccelerometerSource: SampleSource, @unchecked Sendable {
             return currentKind != kind || currentDescription != found.displayName
         }
         if changed { sink.sourceIdentified(kind: kind, description: found.displayName) }
+    }
+
+    /// The state to report for a fault. A device that refuses the daemon within `udevGraceSeconds` of appearing
+    /// is `waiting` for udev (a notice in the log), not `unavailable` (a warning): the refusal is expected at
+    /// every plug-in and at boot, and only a refusal that lasts is a fault a person must fix.
+    static func state(for error: IIOError, missing: Bool, sinceAppeared: TimeInterval?) -> SourceState {
+        if case .notPermitted(let device, _, _) = error, let sinceAppeared, sinceAppeared < udevGraceSeconds {
+            return .waiting(reason: "\(device) has just appeared and is not readable yet: waiting for udev to give it "
+                            + "to group stepd (60-stepd.rules)")
+        }
+        return error.sourceState(missing: missing)
     }
 
     /// No accelerometer (yet) on this machine: nothing to retry until a device appears.

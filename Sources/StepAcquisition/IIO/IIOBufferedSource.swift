@@ -49,6 +49,10 @@ struct IIOBufferedSource {
         var error: Int32 = 0
         guard let buffer = ciio_device_create_buffer(device.pointer, scans, &error) else {
             if error == EBUSY { throw IIOError.deviceBusy(device: name, path: "/dev/\(device.id)") }
+            if error == EACCES || error == EPERM {
+                throw IIOError.notPermitted(device: name, what: "cannot open /dev/\(device.id)",
+                                            reason: IIODevice.message(errno: error))
+            }
             if !device.isPresent || error == ENODEV || error == ENOENT { throw IIOError.disconnected(device: name) }
             throw IIOError.bufferFailed(device: name, reason: "cannot create a buffer of \(scans) scans: "
                                         + IIODevice.message(errno: error))
@@ -123,8 +127,7 @@ struct IIOBufferedSource {
         }
         let result = iio_device_set_trigger(device.pointer, own.pointer)
         if result < 0 {
-            throw IIOError.attributeFailed(device: device.displayName, attribute: "trigger/current_trigger",
-                                           reason: IIODevice.message(errno: -result))
+            throw IIOError.accessFailed(device: device.displayName, attribute: "trigger/current_trigger", errno: -result)
         }
     }
 }

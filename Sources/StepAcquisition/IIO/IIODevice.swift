@@ -75,16 +75,14 @@ struct IIODevice: IIONamed, @unchecked Sendable {
     func writeAttribute(_ attribute: String, _ value: String) throws {
         let result = iio_device_attr_write(pointer, attribute, value)
         if result < 0 {
-            throw IIOError.attributeFailed(device: displayName, attribute: attribute,
-                                           reason: Self.message(errno: Int32(-result)))
+            throw IIOError.accessFailed(device: displayName, attribute: attribute, errno: Int32(-result))
         }
     }
 
     func writeAttribute(_ attribute: String, of channel: OpaquePointer, _ value: String) throws {
         let result = iio_channel_attr_write(channel, attribute, value)
         if result < 0 {
-            throw IIOError.attributeFailed(device: displayName, attribute: attribute,
-                                           reason: Self.message(errno: Int32(-result)))
+            throw IIOError.accessFailed(device: displayName, attribute: attribute, errno: Int32(-result))
         }
     }
 
@@ -106,7 +104,7 @@ struct IIODevice: IIONamed, @unchecked Sendable {
         var buffer = [CChar](repeating: 0, count: 4096)
         let result = buffer.withUnsafeMutableBufferPointer { read($0.baseAddress!, $0.count) }
         if result < 0 {
-            throw IIOError.attributeFailed(device: device, attribute: name, reason: message(errno: Int32(-result)))
+            throw IIOError.accessFailed(device: device, attribute: name, errno: Int32(-result))
         }
         return String(cString: buffer).trimmingCharacters(in: .whitespacesAndNewlines)
     }

@@ -1,3 +1,4 @@
+import Foundation
 import StepProcessing
 
 /// Why an IIO accelerometer (or barometer) cannot be read right now, as one sentence a person can act on.
@@ -23,6 +24,9 @@ public enum IIOError: Error, Equatable, CustomStringConvertible {
     case badAttribute(device: String, attribute: String, value: String, reason: String)
     /// The buffer could not be created or read.
     case bufferFailed(device: String, reason: String)
+    /// The daemon may not open the device's node or write its attributes (EACCES, EPERM): on a device that has
+    /// just appeared, udev has not applied 60-stepd.rules yet; later, the rule or the group is missing.
+    case notPermitted(device: String, what: String, reason: String)
 
     public var description: String {
         switch self {
@@ -54,11 +58,30 @@ public enum IIOError: Error, Equatable, CustomStringConvertible {
             return "\(device): \(attribute) = '\(value)' is unusable: \(reason)"
         case .bufferFailed(let device, let reason):
             return "\(device): buffered capture failed (\(reason))"
+        case .notPermitted(let device, let what, let reason):
+            return "\(device): \(what): \(reason); the daemon's user needs group stepd and udev/60-stepd.rules "
+                + "(docs/service.md)"
         }
     }
 }
 
 extension IIOError {
+    /// An attribute that could not be read or written, from the errno libiio gave: a refusal of permission is
+    /// `notPermitted` (udev has not given the device to group stepd yet, or the rule is missing).
+    static func accessFailed(device: String, attribute: String, errno code: Int32) -> IIOError {
+        let reason = IIODevice.message(errno: code)
+        if code == EACCES || code == EPERM {
+            return .notPermitted(device: device, what: "cannot access \(attribute)", reason: reason)
+        }
+        return .attributeFailed(device: device, attribute: attribute, reason: reason)
+    }
+
+    /// The device went away (it may come back as a new device, with its permissions to be set again).
+    var isDisconnection: Bool {
+        if case .disconnected = self { return true }
+        return false
+    }
+
     /// The state a source shows for this fault: `waiting` while its device is missing (the caller knows what
     /// missing means for its kind of device), else busy, disconnected or unavailable.
     func sourceState(missing: Bool) -> SourceState {

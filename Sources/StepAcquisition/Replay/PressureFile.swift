@@ -31,12 +31,16 @@ public enum PressureFile {
         return readings
     }
 
+    /// A time as a recording's must be (RecordingReader.maximumTimeSeconds): the two files share one clock.
+    @inline(__always)
+    static func isPlausibleTime(_ t: Double) -> Bool { abs(t) <= RecordingReader.maximumTimeSeconds }
+
     /// One row's reading; nil for the header on line 1 and blank lines; throws for anything else.
     static func parse(line: Substring, number: Int, path: String) throws -> PressureReading? {
         let row = line.trimmingCharacters(in: .whitespacesAndNewlines)
         if row.isEmpty { return nil }
         let fields = row.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-        if fields.count == 2, let t = Double(fields[0]), let p = Double(fields[1]), t.isFinite, p.isFinite {
+        if fields.count == 2, let t = Double(fields[0]), let p = Double(fields[1]), isPlausibleTime(t), p.isFinite {
             return PressureReading(time: t, kilopascal: p)
         }
         if number == 1, row.replacingOccurrences(of: " ", with: "") == header { return nil }
@@ -85,7 +89,7 @@ public final class PressureFileReader {
         while cursor.pointee == 32 { cursor += 1 }
         guard let p = RowNumber.parse(&cursor) else { return nil }
         while cursor.pointee == 32 || cursor.pointee == 13 || cursor.pointee == 10 { cursor += 1 }
-        guard cursor.pointee == 0, t.isFinite, p.isFinite else { return nil }
+        guard cursor.pointee == 0, PressureFile.isPlausibleTime(t), p.isFinite else { return nil }
         return PressureReading(time: t, kilopascal: p)
     }
 

@@ -11,6 +11,8 @@ public enum RecordingError: Error, CustomStringConvertible, Equatable {
     case corruptGzip(path: String, afterLine: Int, reason: String)
     case badHeader(path: String, found: String)
     case badLine(path: String, line: Int, text: String)
+    /// A row of four numbers whose time is not a number or beyond `RecordingReader.maximumTimeSeconds`.
+    case badTime(path: String, line: Int, text: String)
     case lineTooLong(path: String, line: Int, limitBytes: Int)
     /// Read to the end without one `t,x,y,z` row.
     case noSamples(path: String, lines: Int)
@@ -45,6 +47,8 @@ public enum RecordingError: Error, CustomStringConvertible, Equatable {
             return "\(path):1: expected a header 't,x,y,z' or four numbers, found '\(found)'"
         case .badLine(let path, let line, let text):
             return "\(path):\(line): expected four numbers t,x,y,z, found '\(text)'"
+        case .badTime(let path, let line, let text):
+            return "\(path):\(line): expected a time t in seconds from -10^12 to 10^12 (31,700 years either side of zero), found '\(text)'"
         case .lineTooLong(let path, let line, let limit):
             return "\(path):\(line): a line longer than \(limit / 1024) KiB; expected four numbers t,x,y,z"
         case .noSamples(let path, let lines):

@@ -4,11 +4,19 @@ import Glibc
 import StepProcessing
 
 /// Reads a `t,x,y,z` recording (seconds, m/s^2), plain or gzip-compressed; zlib reads both transparently.
-/// Lines may be of any length up to `maximumLineBytes` and keep their numbers in errors. Values that are
-/// numbers but impossible (1e300, nan, inf) are kept: the pipeline drops and counts them like a sensor's.
+/// Lines may be of any length up to `maximumLineBytes` and keep their numbers in errors. Accelerations that
+/// are numbers but impossible (1e300, nan, inf) are kept: the pipeline drops and counts them like a sensor's.
+/// A time is refused with its line unless it is within `maximumTimeSeconds` of zero: every later stage
+/// (minutes, days, the resampler's grid, the replay's clock) can then rely on a clock that resolves samples.
 public enum RecordingReader {
     /// No row of four numbers is this long; a longer line is reported, not buffered without end.
     public static let maximumLineBytes = 1 << 20
+
+    /// The largest |t|, in seconds: 10^12 s is 31,700 years, far past any Unix time a recorder writes (1.8e9
+    /// today), while a double still resolves 0.12 ms there, a tenth of a 1 kHz accelerometer's interval. A
+    /// time beyond it (1e20, 1e300, a Unix time in nanoseconds) or not a number says nothing about when the
+    /// sample was taken, and a clock that large can no longer tell one sample from the next.
+    public static let maximumTimeSeconds = 1e12
 
     /// The whole recording in memory: for a replay that loops. Long recordings go through `stream`.
     public static func read(path: String) throws -> [Sample] {
@@ -54,6 +62,10 @@ public enum RecordingReader {
         do {
             let lines = try forEachLine(of: file, path: path, readSeconds: &zlibSeconds) { line, number in
                 if let sample = parseLine(line) {
+                    // Written so that NaN fails too.
+                    guard abs(sample.time) <= maximumTimeSeconds else {
+                        throw RecordingError.badTime(path: path, line: number, text: excerpt(line))
+                    }
                     chunk.samples.append(sample)
                     chunk.lines.append(number)
                     if chunk.samples.count >= chunkSamples { try deliver() }
@@ -67,7 +79,7 @@ public enum RecordingReader {
         } catch let error as RecordingError where gzipName {
             // A plain CSV named .gz reads fine; anything else named .gz that is not gzip is told as such.
             switch error {
-            case .badHeader, .badLine, .noSamples, .lineTooLong: throw RecordingError.notGzip(path: path)
+            case .badHeader, .badLine, .badTime, .noSamples, .lineTooLong: throw RecordingError.notGzip(path: path)
             default: throw error
             }
         } catch let error as RecordingError where error.isCutShort {

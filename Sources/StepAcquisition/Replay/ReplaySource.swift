@@ -24,6 +24,11 @@ public final class ReplaySource: SampleSource, @unchecked Sendable {
 
     /// How many samples a batch carries in real time: about 20 wake-ups a second.
     private static let batchSeconds = 0.05
+    /// The least wall time between two batches. A gap is due at once (ReplayClock), so a recording of gaps only
+    /// (samples an hour apart), looped, would hand the engine batches as fast as the thread can make them:
+    /// they queue on the pipeline without bound (300 MB in 15 s). Batches of real data come every
+    /// `batchSeconds`, so this never delays them; it holds a stream of gaps to 40 batches a second.
+    private static let leastBatchSpacingSeconds = batchSeconds / 2
 
     /// `pressure`: replay the barometer's file beside the recording when there is one (docs/barometer.md).
     public init(path: String, speed: Double = 1, loop: Bool = false, demo: Bool = false, pressure readsPressure: Bool = true,
@@ -63,6 +68,7 @@ public final class ReplaySource: SampleSource, @unchecked Sendable {
         var clockOffset = 0.0
         var reportedGap = false
         var batch: [Sample] = []
+        var earliestNextBatch = -Double.infinity
         repeat {
             var index = 0
             var lastTime = -Double.infinity
@@ -90,7 +96,9 @@ public final class ReplaySource: SampleSource, @unchecked Sendable {
                     if s.time.isFinite { lastTime = max(lastTime, s.time) }
                     index += 1
                 }
-                if wait(until: due) { return }
+                let deliverAt = max(due, earliestNextBatch)
+                if wait(until: deliverAt) { return }
+                earliestNextBatch = deliverAt + Self.leastBatchSpacingSeconds
                 sink.receive(batch)
                 if lastTime.isFinite { pressure?.feed(until: lastTime, offset: clockOffset, to: barometer) }
             }

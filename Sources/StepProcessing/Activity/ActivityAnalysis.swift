@@ -12,7 +12,7 @@ public struct ActivityAnalysis: Sendable {
         public var minimumBoutSteps = 10
         /// The day a minute belongs to, from its start on the analysis clock. Default: whole days of 86,400 s
         /// from zero (UTC days for Unix time).
-        public var dayOf: @Sendable (Double) -> Int = { Int(($0 / 86_400).rounded(.down)) }
+        public var dayOf: @Sendable (Double) -> Int = { Int(flooringClamped: $0 / 86_400) }
 
         public init() {}
     }
@@ -92,8 +92,9 @@ public struct ActivityAnalysis: Sendable {
         let day = configuration.dayOf(time)
         // The day's span, found a minute at a time outward; days are at most 25 hours.
         var start = (time / 60).rounded(.down) * 60, end = start + 60
-        while start - time > -90_000, configuration.dayOf(start - 60) == day { start -= 60 }
-        while end - time < 90_000, configuration.dayOf(end) == day { end += 60 }
+        // `start - 60 < start`: where a double no longer resolves a minute, the span is that one minute.
+        while start - time > -90_000, start - 60 < start, configuration.dayOf(start - 60) == day { start -= 60 }
+        while end - time < 90_000, end + 60 > end, configuration.dayOf(end) == day { end += 60 }
         cachedDay = (start, end, day)
         return day
     }

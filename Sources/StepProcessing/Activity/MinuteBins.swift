@@ -50,7 +50,7 @@ public struct MinuteAggregator: Sendable {
         self.holdSeconds = holdSeconds
     }
 
-    private static func minute(_ t: Double) -> Int { Int((t / 60).rounded(.down)) }
+    private static func minute(_ t: Double) -> Int { Int(flooringClamped: t / 60) }
 
     /// The open bin for minute `index`, created in order; nil if that minute was handed over already.
     private mutating func binIndex(_ index: Int) -> Int? {
@@ -94,7 +94,10 @@ public struct MinuteAggregator: Sendable {
         var start = from
         while start < to {
             let index = Self.minute(start)
-            let end = min(to, Double(index + 1) * 60)
+            // Where a double no longer resolves the minute's end past `start`, the rest goes to this minute:
+            // the loop always ends.
+            let boundary = Double(index + 1) * 60
+            let end = boundary > start ? min(to, boundary) : to
             if let i = binIndex(index) { body(&open[i], end - start) }
             start = end
         }

@@ -8,7 +8,9 @@
 /// 3. `GaitCycleFinder`: one oscillation per footfall, with a hysteresis that scales with the signal;
 /// 4. `WalkingBout`: six regular, similar cycles (or four very even ones) confirm a bout and are counted
 ///    retroactively with the push-off before them; later cycles count at once while the rhythm lasts, smaller
-///    ones too when on the (slower) rhythm of a turn; the end of a bout counts its closing step.
+///    ones too when on the (slower) rhythm of a turn; the end of a bout counts its closing step;
+/// 5. `WalkingGate`: a bout is confirmed only where the motion has been gait (a vertical bounce, not a hand's
+///    work) since the third of its cycles, and ends when it has not been for four seconds.
 ///
 /// Causal and streaming, O(1) work and fixed memory per sample. Inside a bout a step is reported when its
 /// cycle ends, about half a step period after the stamped instant (0.2–0.4 s at usual cadences); the first six
@@ -22,6 +24,8 @@ public final class PeakStepDetector: StepDetector {
         public var lowPassHz: Double = 2.5
         public var cycles = GaitCycleFinder.Configuration()
         public var bout = WalkingBout.Configuration()
+        /// Confirms a bout only where the motion is gait; nil counts every regular run (the detector before the gate).
+        public var gate: WalkingGate.Configuration? = WalkingGate.Configuration()
 
         public init(sampleRateHz: Double = 60) { self.sampleRateHz = sampleRateHz }
     }
@@ -62,6 +66,10 @@ public final class PeakStepDetector: StepDetector {
         var lowPass: Biquad
         var finder: GaitCycleFinder
         var bout: WalkingBout
+        /// Kept as a plain value with a flag, not an optional: binding an optional copies the gate's state.
+        var gate: WalkingGate
+        let gated: Bool
+        let boutEndSeconds: Double
         var lastTime = -Double.infinity
         let restartAfterSeconds: Double
 
@@ -70,6 +78,9 @@ public final class PeakStepDetector: StepDetector {
             lowPass = .lowPass(cutoffHz: configuration.lowPassHz, sampleRateHz: configuration.sampleRateHz)
             finder = GaitCycleFinder(configuration: configuration.cycles, sampleRateHz: configuration.sampleRateHz)
             bout = WalkingBout(configuration: configuration.bout)
+            gated = configuration.gate != nil
+            gate = WalkingGate(configuration: configuration.gate ?? .init(), sampleRateHz: configuration.sampleRateHz)
+            boutEndSeconds = gate.configuration.boutEndSeconds
             // The resampler restarts its grid after a gap; more than two missing grid points means a new signal.
             restartAfterSeconds = 2.5 / configuration.sampleRateHz
         }
@@ -83,13 +94,19 @@ public final class PeakStepDetector: StepDetector {
                 lowPass.settle(at: 0)
                 finder.reset()
                 bout.reset()
+                if gated { gate.settle(at: sample.acceleration, magnitude: magnitude) }
             }
             lastTime = sample.time
             let value = lowPass.apply(highPass.apply(magnitude))
+            if gated { gate.process(sample.acceleration, magnitude: magnitude, band: value, time: sample.time) }
             if let cycle = finder.process(value, time: sample.time) {
+                if gated { bout.gateOpenSince = gate.isOpen ? gate.openSince : .infinity }
                 bout.take(cycle, steps: &steps)
             }
             bout.advance(to: sample.time, steps: &steps)
+            if gated && bout.isWalking && !gate.isOpen && sample.time - gate.closedAt > boutEndSeconds {
+                bout.abandon()
+            }
         }
     }
 }

@@ -16,8 +16,10 @@ public struct WalkingBout: Sendable {
         /// Cycles in a row that confirm a bout. Six steps (three strides) is about three seconds of walking,
         /// more than a gesture or a bump lasts, and little to hold back.
         public var confirmationSteps = 6
-        /// The shortest step interval, seconds: 4 steps per second is a sprint; closer cycles are one step.
-        public var minimumStepIntervalSeconds = 0.25
+        /// The shortest step interval, seconds: 3.6 steps per second is faster than anyone walks (brisk walking
+        /// reaches 2.5) and than all but a hurried stair descent; closer cycles are one step. A hand-held device
+        /// also bounces at twice the step rate (4 Hz, 0.25 s apart at 2 steps/s), which 0.25 let through as steps.
+        public var minimumStepIntervalSeconds = 0.28
         /// The longest step interval within a bout, seconds (40 steps per minute, the slowest stroll).
         public var maximumStepIntervalSeconds = 1.5
         /// Inside a bout a cycle closer than this fraction of the current step period is a second crest of the
@@ -79,6 +81,11 @@ public struct WalkingBout: Sendable {
         /// How fast the step period and size follow the walk (per step).
         public var periodFollowRate = 0.2
         public var amplitudeFollowRate = 0.1
+        /// The walking gate (`WalkingGate`) must have been open since this cycle of the confirming run (0 is its
+        /// first): since the third, about two seconds, so the gate's averages have seen the run itself and not the
+        /// movement before it (an arm lifted to the head before combing), while a walk whose first steps come
+        /// before the gate has settled is not held back for long.
+        public var gateOpenFromCycle = 2
 
         public init() {}
     }
@@ -98,6 +105,9 @@ public struct WalkingBout: Sendable {
     /// The size of the bout's last counted step.
     private var lastStepAmplitude = 0.0
     private var scratch: [Double] = []
+    /// Since when the motion has been gait, from the walking gate; the detector sets it before each cycle.
+    /// +infinity while the gate is closed; -infinity (the default) lets every regular run confirm a bout.
+    public var gateOpenSince = -Double.infinity
 
     public init(configuration: Configuration = .init()) {
         precondition(configuration.confirmationSteps >= 2, "a bout needs at least two steps")
@@ -133,6 +143,14 @@ public struct WalkingBout: Sendable {
             lastStepTime += stepPeriodSeconds
             steps.append(lastStepTime)
         }
+    }
+
+    /// Ends a bout whose motion is no longer walking (the walking gate has stayed closed), without a closing step:
+    /// the walk did not stop, it turned into something else. The next walk must confirm again.
+    public mutating func abandon() {
+        isWalking = false
+        heldTimes.removeAll(keepingCapacity: true)
+        heldAmplitudes.removeAll(keepingCapacity: true)
     }
 
     /// Takes one gait cycle; appends the times of the steps it now knows to `steps`.
@@ -198,7 +216,14 @@ public struct WalkingBout: Sendable {
             if abs(i1 - i3) > c.strideTolerance * (i1 + i2) { dropHeld(keeping: 2) }
         }
         trimToConsistentAmplitude()
-        if heldTimes.count >= c.confirmationSteps || isShortBout() { confirm(steps: &steps) }
+        if heldTimes.count >= c.confirmationSteps || isShortBout() {
+            if gateOpenSince <= heldTimes[min(c.gateOpenFromCycle, heldTimes.count - 1)] {
+                confirm(steps: &steps)
+            } else if heldTimes.count >= c.confirmationSteps {
+                // Regular, but not gait: keep sliding the run until the motion is.
+                dropHeld(keeping: c.confirmationSteps - 1)
+            }
+        }
     }
 
     /// Whether the last `shortBoutSteps` held cycles are evenly spaced and of one size.

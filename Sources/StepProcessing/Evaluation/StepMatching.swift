@@ -50,6 +50,25 @@ public enum StepMatching {
                     lagSeconds: lag, toleranceSeconds: toleranceSeconds)
     }
 
+    /// Scores only the steps inside any of `windows` (the segments of one activity, such as the stairs of a walk),
+    /// each as `accuracy(within:)` scores one window, with the lag over the whole trace; the counts are summed.
+    public static func accuracy(trueTimes: [Double], detectedTimes: [Double], within windows: [ClosedRange<Double>],
+                                toleranceSeconds: Double = 0.25) -> StepAccuracy {
+        let truth = trueTimes.sorted()
+        let detected = detectedTimes.sorted()
+        let lag = medianLag(trueTimes: truth, detectedTimes: detected)
+        var total = StepAccuracy(trueCount: 0, detectedCount: 0, matchedCount: 0, lagSeconds: lag)
+        for window in windows {
+            let margin = (window.lowerBound - toleranceSeconds)...(window.upperBound + toleranceSeconds)
+            let part = pair(truth: truth.filter { window.contains($0) }, detected: detected.filter { margin.contains($0 - lag) },
+                            lagSeconds: lag, toleranceSeconds: toleranceSeconds)
+            total.trueCount += part.trueCount
+            total.detectedCount += part.detectedCount
+            total.matchedCount += part.matchedCount
+        }
+        return total
+    }
+
     /// Pairs sorted lists one-to-one in time order, within the tolerance once the lag is subtracted.
     static func pair(truth: [Double], detected: [Double], lagSeconds lag: Double, toleranceSeconds: Double) -> StepAccuracy {
         var i = 0, j = 0, matched = 0

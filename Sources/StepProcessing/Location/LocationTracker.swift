@@ -21,10 +21,18 @@ public enum LocationEvent: Sendable {
 /// What the processing queue publishes about position for the server to read at any time.
 public struct LocationSnapshot: Sendable {
     public init() {}
-    /// `unavailable`, `no_fix` or `fix`.
+    /// The state without the fix's age: `unavailable`, `no_fix` or `fix` (`state(now:)` adds `stale`).
     public var state = "unavailable"
+    public var connected = false
+    /// A fix was accepted since the last connection to gpsd.
+    public var fixSinceConnecting = false
+    public var lastReportHadPosition = false
+    /// The last failure of the link (kept after recovery, so that a flapping link can be diagnosed), or why
+    /// GPS is unavailable.
     public var error: String?
     public var gpsd = ""
+    /// False with --no-gps.
+    public var enabled = true
     public var position: Fix?
     public var fixesAccepted = 0
     public var fixesIgnored = 0
@@ -33,6 +41,13 @@ public struct LocationSnapshot: Sendable {
     public var connections = 0
     public var distanceMeters = 0.0
     public var trackPoints = 0
+
+    /// The state STATUS reports at `now` (GPSState's rule).
+    public func state(now: Date) -> GPSState {
+        GPSState.judge(connected: connected, fixSinceConnecting: fixSinceConnecting,
+                       lastReportHadPosition: lastReportHadPosition,
+                       lastFixAgeSeconds: position.map { now.timeIntervalSince($0.arrival) })
+    }
 }
 
 /// What the position side hands the store: each point added to the path, and each visit as it begins and ends.
@@ -55,7 +70,8 @@ public struct LocationTracker {
     private var connected = false
     private var lastReportHadPosition = false
     private var acceptedSinceConnecting = false
-    private var lastError: String? = "not connected to gpsd yet"
+    /// The last failure; nil until one happens (a gpsd connected at once has no error to show).
+    private var lastError: String?
     private var accepted = 0
     private var ignored = 0
     private var connections = 0
@@ -93,10 +109,10 @@ public struct LocationTracker {
         return completedStretch
     }
 
-    /// The GPS state for STATUS.
+    /// The GPS state without the fix's age (which only the reader's clock knows), for the log's transitions.
     public var state: String {
-        guard connected else { return "unavailable" }
-        return lastReportHadPosition && acceptedSinceConnecting ? "fix" : "no_fix"
+        GPSState.judge(connected: connected, fixSinceConnecting: acceptedSinceConnecting,
+                       lastReportHadPosition: lastReportHadPosition, lastFixAgeSeconds: 0).rawValue
     }
 
     public mutating func connectionChanged(_ connection: GPSConnectionState) {
@@ -152,8 +168,12 @@ public struct LocationTracker {
     public var snapshot: LocationSnapshot {
         var s = LocationSnapshot()
         s.state = state
-        s.error = lastError
+        s.error = lastError ?? (connected || heardFromSource ? nil : "not connected to gpsd yet")
+        s.connected = connected
+        s.fixSinceConnecting = acceptedSinceConnecting
+        s.lastReportHadPosition = lastReportHadPosition
         s.gpsd = configuration.gpsd
+        s.enabled = configuration.enabled
         s.position = current
         s.fixesAccepted = accepted
         s.fixesIgnored = ignored

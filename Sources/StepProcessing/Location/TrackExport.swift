@@ -7,49 +7,15 @@ public enum TrackExport {
     /// `time` formats each point's time (the daemon passes its arithmetic formatter: a Foundation formatter per
     /// point made a day's track take seconds).
     public static func geoJSON(points: [TrackPoint], distanceMeters: Double,
-                               time isoTime: (Date) -> String = TrackExport.isoTime) -> String {
-        let positions = points.map { "[\(decimal($0.coordinate.longitudeDegrees, 7)),\(decimal($0.coordinate.latitudeDegrees, 7))]" }
-        let geometry: String
-        switch positions.count {
-        case 0: geometry = "null"
-        case 1: geometry = "{\"type\":\"Point\",\"coordinates\":\(positions[0])}"
-        default: geometry = "{\"type\":\"LineString\",\"coordinates\":[\(positions.joined(separator: ","))]}"
-        }
-        let times = points.map { "\"\(isoTime($0.time))\"" }.joined(separator: ",")
-        return "{\"type\":\"Feature\",\"geometry\":\(geometry),\"properties\":{\"name\":\"stepd track\","
-            + "\"distance_m\":\(decimal(distanceMeters, 1)),\"points\":\(points.count),\"times\":[\(times)]}}"
+                               time isoTime: @escaping (Date) -> String = TrackExport.isoTime) -> String {
+        TrackDocumentWriter(format: .geoJSON, points: points, distanceMeters: distanceMeters, time: isoTime).whole()
     }
 
     /// A GPX 1.1 document with one track and one segment; trkpt children in the schema's order
     /// (ele, time, fix, sat, hdop is not known here so it is left out).
     public static func gpx(points: [TrackPoint], distanceMeters: Double, creator: String = "stepd",
-                           time isoTime: (Date) -> String = TrackExport.isoTime) -> String {
-        var lines = [
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>",
-            "<gpx version=\"1.1\" creator=\"\(escape(creator))\" xmlns=\"http://www.topografix.com/GPX/1/1\" "
-                + "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
-                + "xsi:schemaLocation=\"http://www.topografix.com/GPX/1/1 http://www.topografix.com/GPX/1/1/gpx.xsd\">",
-        ]
-        if let first = points.first {
-            lines.append("  <metadata><time>\(isoTime(first.time))</time></metadata>")
-        }
-        lines.append("  <trk>")
-        lines.append("    <name>stepd track</name>")
-        lines.append("    <desc>distance \(decimal(distanceMeters, 1)) m</desc>")
-        lines.append("    <trkseg>")
-        for p in points {
-            var children = ""
-            if let alt = p.altitudeMSLMeters, alt.isFinite { children += "<ele>\(decimal(alt, 2))</ele>" }
-            children += "<time>\(isoTime(p.time))</time>"
-            children += "<fix>\(p.mode == .threeD ? "3d" : "2d")</fix>"
-            if p.satellitesUsed > 0 { children += "<sat>\(p.satellitesUsed)</sat>" }
-            lines.append("      <trkpt lat=\"\(decimal(p.coordinate.latitudeDegrees, 7))\" "
-                         + "lon=\"\(decimal(p.coordinate.longitudeDegrees, 7))\">\(children)</trkpt>")
-        }
-        lines.append("    </trkseg>")
-        lines.append("  </trk>")
-        lines.append("</gpx>")
-        return lines.joined(separator: "\n") + "\n"
+                           time isoTime: @escaping (Date) -> String = TrackExport.isoTime) -> String {
+        TrackDocumentWriter(format: .gpx(creator: creator), points: points, distanceMeters: distanceMeters, time: isoTime).whole()
     }
 
     /// Fixed-point text, never exponent notation (GPX's xsd:decimal forbids it).
@@ -67,5 +33,127 @@ public enum TrackExport {
     static func escape(_ text: String) -> String {
         text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
             .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+    }
+}
+
+/// A track document written a piece at a time, so that a day's path (10 MB of GPX) can go out to a client as it
+/// reads instead of being held whole for it (issue 25). `TrackExport.geoJSON` and `.gpx` are its pieces joined.
+public struct TrackDocumentWriter {
+    public enum Format {
+        case geoJSON
+        case gpx(creator: String)
+    }
+
+    private enum Part {
+        case head, positions, middle, times, trackPoints, tail, done
+    }
+
+    private let format: Format
+    private let points: [TrackPoint]
+    private let distanceMeters: Double
+    private let isoTime: (Date) -> String
+    private var part = Part.head
+    private var index = 0
+
+    public init(format: Format, points: [TrackPoint], distanceMeters: Double,
+                time isoTime: @escaping (Date) -> String = TrackExport.isoTime) {
+        self.format = format
+        self.points = points
+        self.distanceMeters = distanceMeters
+        self.isoTime = isoTime
+    }
+
+    /// The next piece of at least `minimumBytes` (a point's text is never split), or nil when the document is out.
+    public mutating func next(minimumBytes: Int) -> String? {
+        var piece = ""
+        while piece.utf8.count < minimumBytes, let unit = nextUnit() { piece += unit }
+        return piece.isEmpty ? nil : piece
+    }
+
+    /// The whole document at once.
+    public func whole() -> String {
+        var writer = self
+        var text = ""
+        while let piece = writer.next(minimumBytes: 1 << 16) { text += piece }
+        return text
+    }
+
+    /// A header, one point's text, or a footer.
+    private mutating func nextUnit() -> String? {
+        switch format {
+        case .geoJSON: return nextGeoJSONUnit()
+        case .gpx(let creator): return nextGPXUnit(creator: creator)
+        }
+    }
+
+    private mutating func nextGeoJSONUnit() -> String? {
+        switch part {
+        case .head:
+            part = points.isEmpty ? .middle : .positions
+            switch points.count {
+            case 0: return "{\"type\":\"Feature\",\"geometry\":null"
+            case 1: return "{\"type\":\"Feature\",\"geometry\":{\"type\":\"Point\",\"coordinates\":"
+            default: return "{\"type\":\"Feature\",\"geometry\":{\"type\":\"LineString\",\"coordinates\":["
+            }
+        case .positions:
+            let p = points[index]
+            let text = (index > 0 ? "," : "")
+                + "[\(TrackExport.decimal(p.coordinate.longitudeDegrees, 7)),\(TrackExport.decimal(p.coordinate.latitudeDegrees, 7))]"
+            index += 1
+            if index == points.count { (part, index) = (.middle, 0) }
+            return text
+        case .middle:
+            part = points.isEmpty ? .tail : .times
+            let close = points.count == 0 ? "" : points.count == 1 ? "}" : "]}"
+            return close + ",\"properties\":{\"name\":\"stepd track\","
+                + "\"distance_m\":\(TrackExport.decimal(distanceMeters, 1)),\"points\":\(points.count),\"times\":["
+        case .times:
+            let text = (index > 0 ? "," : "") + "\"\(isoTime(points[index].time))\""
+            index += 1
+            if index == points.count { (part, index) = (.tail, 0) }
+            return text
+        case .tail:
+            part = .done
+            return "]}}"
+        case .trackPoints, .done:
+            return nil
+        }
+    }
+
+    private mutating func nextGPXUnit(creator: String) -> String? {
+        switch part {
+        case .head:
+            part = points.isEmpty ? .tail : .trackPoints
+            var lines = [
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>",
+                "<gpx version=\"1.1\" creator=\"\(TrackExport.escape(creator))\" xmlns=\"http://www.topografix.com/GPX/1/1\" "
+                    + "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
+                    + "xsi:schemaLocation=\"http://www.topografix.com/GPX/1/1 http://www.topografix.com/GPX/1/1/gpx.xsd\">",
+            ]
+            if let first = points.first {
+                lines.append("  <metadata><time>\(isoTime(first.time))</time></metadata>")
+            }
+            lines.append("  <trk>")
+            lines.append("    <name>stepd track</name>")
+            lines.append("    <desc>distance \(TrackExport.decimal(distanceMeters, 1)) m</desc>")
+            lines.append("    <trkseg>")
+            return lines.joined(separator: "\n") + "\n"
+        case .trackPoints:
+            let p = points[index]
+            index += 1
+            if index == points.count { (part, index) = (.tail, 0) }
+            var children = ""
+            if let alt = p.altitudeMSLMeters, alt.isFinite { children += "<ele>\(TrackExport.decimal(alt, 2))</ele>" }
+            children += "<time>\(isoTime(p.time))</time>"
+            children += "<fix>\(p.mode == .threeD ? "3d" : "2d")</fix>"
+            if p.satellitesUsed > 0 { children += "<sat>\(p.satellitesUsed)</sat>" }
+            return "      <trkpt lat=\"\(TrackExport.decimal(p.coordinate.latitudeDegrees, 7))\" "
+                + "lon=\"\(TrackExport.decimal(p.coordinate.longitudeDegrees, 7))\">\(children)</trkpt>\n"
+        case .tail:
+            part = .done
+            return "    </trkseg>\n  </trk>\n</gpx>\n"
+        case .positions, .middle, .times, .done:
+            return nil
+        }
     }
 }

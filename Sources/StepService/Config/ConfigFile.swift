@@ -13,18 +13,71 @@ public enum ConfigError: Error, Equatable, CustomStringConvertible {
     case duplicateKey(file: String, line: Int, key: String, firstLine: Int)
 
     public var description: String {
+        let quoted = ConfigError.quoted
         switch self {
         case .cannotRead(let file, let reason):
             return "\(file): cannot read the configuration: \(reason)"
         case .notKeyValue(let file, let line, let text):
-            return "\(file):\(line): expected \"key = value\" or a # comment, found \"\(text)\""
+            return "\(file):\(line): expected \"key = value\" or a # comment, found \(quoted(text))"
         case .unknownKey(let file, let line, let key, let known):
-            return "\(file):\(line): unknown key \"\(key)\"; known keys: \(known.joined(separator: ", "))"
+            if let near = ConfigError.nearest(to: key, in: known) {
+                return "\(file):\(line): unknown key \(quoted(key)); did you mean \"\(near)\"?"
+            }
+            return "\(file):\(line): unknown key \(quoted(key)); known keys: \(known.joined(separator: ", "))"
         case .badValue(let file, let line, let key, let value, let expected):
-            return "\(file):\(line): key \"\(key)\": expected \(expected), found \"\(value)\""
+            return "\(file):\(line): key \"\(key)\": expected \(expected), found \(quoted(value))"
         case .duplicateKey(let file, let line, let key, let first):
             return "\(file):\(line): key \"\(key)\" is already set on line \(first)"
         }
+    }
+
+    /// The known key a mistyped one most likely meant, as the command line's "Did you mean" does: the flag's
+    /// spelling (`max-clients`), a letter or two off (`retenion_days`), or the start of one (`retention`).
+    /// Nil when none is near: a guess that is far off would mislead more than the list of keys.
+    public static func nearest(to key: String, in known: [String]) -> String? {
+        let typed = key.lowercased().replacingOccurrences(of: "-", with: "_")
+        guard typed.count <= 64 else { return nil }
+        if let same = known.first(where: { $0 == typed }) { return same }
+        let allowed = typed.count <= 4 ? 1 : 2
+        let scored = known.map { (key: $0, distance: editDistance(typed, $0)) }.filter { $0.distance <= allowed }
+        if let best = scored.min(by: { $0.distance < $1.distance }) { return best.key }
+        let extended = known.filter { typed.count >= 4 && $0.hasPrefix(typed) }
+        return extended.count == 1 ? extended[0] : nil
+    }
+
+    /// Levenshtein distance: insertions, deletions and substitutions of one character each.
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        var previous = Array(0...b.count)
+        for i in stride(from: 1, through: a.count, by: 1) {
+            var current = [i] + Array(repeating: 0, count: b.count)
+            for j in stride(from: 1, through: b.count, by: 1) {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            previous = current
+        }
+        return previous[b.count]
+    }
+
+    /// A value as a message shows it, in double quotes: control characters escaped (`\r`, `\t`, `\u{1B}`), so
+    /// that a stray carriage return or escape neither hides nor rewrites the line on a terminal or in the
+    /// journal, and cut to its first 80 characters with its length after, so that a 1 MB value gives a line.
+    public static func quoted(_ text: String) -> String {
+        var result = "\""
+        var count = 0
+        for scalar in text.unicodeScalars {
+            if count == 80 { return result + "…\" (\(text.utf8.count) bytes)" }
+            count += 1
+            switch scalar {
+            case "\r": result += "\\r"
+            case "\t": result += "\\t"
+            case "\n": result += "\\n"
+            default:
+                result += scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
+                    ? "\\u{\(String(scalar.value, radix: 16, uppercase: true))}" : String(scalar)
+            }
+        }
+        return result + "\""
     }
 
     /// A file that cannot be read is EX_NOINPUT; a file read but wrong is EX_CONFIG.
@@ -100,9 +153,11 @@ public struct ConfigFile: Equatable, Sendable {
     public static func parse(_ text: String, path: String, options: [ConfigOption] = ConfigOption.all) throws -> ConfigFile {
         var file = ConfigFile(path: path)
         let byKey = Dictionary(uniqueKeysWithValues: options.map { ($0.key, $0) })
-        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        // Split on the byte \n: a String splits on Characters, and "\r\n" is one Character, so a file written
+        // with CRLF line ends (Windows, some editors) would be one long line. The \r goes with the trimming.
+        for (index, rawLine) in text.utf8.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
             let number = index + 1
-            let line = rawLine.trimmingCharacters(in: .whitespacesAndNewlines)
+            let line = String(decoding: rawLine, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             if line.isEmpty || line.hasPrefix("#") { continue }
             guard let equals = line.firstIndex(of: "=") else {
                 throw ConfigError.notKeyValue(file: path, line: number, text: line)
@@ -121,7 +176,7 @@ public struct ConfigFile: Equatable, Sendable {
             }
             guard let typed = option.kind.parse(value) else {
                 throw ConfigError.badValue(file: path, line: number, key: key, value: value,
-                                           expected: option.kind.expectation)
+                                           expected: option.kind.expectation(for: value))
             }
             file.entries[key] = Entry(value: typed, line: number)
         }

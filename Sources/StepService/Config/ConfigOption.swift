@@ -8,8 +8,10 @@ import StepProcessing
 /// tests fail when any of them differs.
 public struct ConfigOption: Sendable {
     public enum Kind: Sendable {
-        /// A path or a name: any text without NUL.
+        /// A path or a name: any text without NUL, at most `maximumTextBytes`.
         case path
+        /// The path of a Unix socket: a path that fits `sockaddr_un` (at most `maximumSocketPathBytes`).
+        case socketPath
         case choice([String])
         case integer(ClosedRange<Int>)
         case number(ClosedRange<Double>)
@@ -20,10 +22,26 @@ public struct ConfigOption: Sendable {
         /// (a sysfs or /dev path would match no device, and stepd would wait for it for ever), so no `/`.
         case deviceName
 
+        /// PATH_MAX (4096) less its NUL: no path is longer, and no name, prefix or URL stepd takes needs more.
+        /// A longer value (a megabyte pasted by mistake) is refused rather than carried into every message.
+        public static let maximumTextBytes = 4095
+        /// sun_path holds 108 bytes with its NUL: a longer socket path cannot be bound or connected to.
+        public static let maximumSocketPathBytes = 107
+
+        /// The longest value this kind takes, in UTF-8 bytes; nil for kinds whose values are short by nature.
+        public var maximumBytes: Int? {
+            switch self {
+            case .path, .deviceName, .address: return Self.maximumTextBytes
+            case .socketPath: return Self.maximumSocketPathBytes
+            case .choice, .integer, .number, .flag: return nil
+            }
+        }
+
         /// The typed value of `text`, or nil when it is not of this kind or out of range.
         public func parse(_ text: String) -> ConfigValue? {
+            if let limit = maximumBytes, text.utf8.count > limit { return nil }
             switch self {
-            case .path:
+            case .path, .socketPath:
                 return text.isEmpty || text.contains("\0") ? nil : .string(text)
             case .choice(let choices):
                 return choices.contains(text) ? .string(text) : nil
@@ -50,6 +68,7 @@ public struct ConfigOption: Sendable {
         public var expectation: String {
             switch self {
             case .path: return "a path"
+            case .socketPath: return "a path of at most \(Self.maximumSocketPathBytes) bytes (a Unix socket's limit)"
             case .choice(let choices): return "one of " + choices.joined(separator: ", ")
             case .integer(let r): return "a whole number from \(r.lowerBound) to \(r.upperBound)"
             case .number(let r): return "a number from \(Self.format(r.lowerBound)) to \(Self.format(r.upperBound))"
@@ -57,6 +76,17 @@ public struct ConfigOption: Sendable {
             case .address: return "HOST:PORT"
             case .deviceName: return "an IIO device's name, label or iio:deviceN (not a path)"
             }
+        }
+
+        /// What `text` should have been: `expectation`, or the length limit when that is what it breaks.
+        public func expectation(for text: String) -> String {
+            if let limit = maximumBytes, text.utf8.count > limit { return "at most \(limit) bytes (\(expectation))" }
+            if case .address = self {
+                do { _ = try GPSDAddress(parsing: text) } catch let error as GPSDAddressError {
+                    return "\(expectation) (\(error.reason))"
+                } catch {}
+            }
+            return expectation
         }
 
         public static func format(_ x: Double) -> String {
@@ -108,7 +138,7 @@ public struct ConfigOption: Sendable {
 public struct OptionValueError: Error, CustomStringConvertible {
     public let option: ConfigOption
     public let text: String
-    public var description: String { "expected \(option.kind.expectation), found \"\(text)\"" }
+    public var description: String { "expected \(option.kind.expectation(for: text)), found \(ConfigError.quoted(text))" }
 }
 
 extension ConfigOption {
@@ -129,9 +159,9 @@ extension ConfigOption {
     /// command-line flag `--key-with-dashes`, which wins over the file. Add an option here, then read it
     /// in `stepd run` with `@Option(.named("key")) var key: Type` (see docs/configuration.md, "Adding an option").
     public static let all: [ConfigOption] = [
-        ConfigOption(key: "socket", kind: .path, defaultText: "/run/stepd/stepd.sock",
+        ConfigOption(key: "socket", kind: .socketPath, defaultText: "/run/stepd/stepd.sock",
                      help: "The Unix socket to listen on.", valueName: "path",
-                     details: "Under socket activation (`stepd.socket`) the unit's `ListenStream=` decides and this is ignored. Run by hand without root, stepd falls back to `$XDG_RUNTIME_DIR/stepd/stepd.sock`, then `/tmp/stepd-UID/stepd.sock`."),
+                     details: "Under socket activation (`stepd.socket`) the unit's `ListenStream=` decides and this is ignored. Run by hand without root, stepd falls back to `$XDG_RUNTIME_DIR/stepd/stepd.sock`, then `/tmp/stepd-UID/stepd.sock`. A socket nobody listens on (left by a daemon that was killed) is replaced; anything else at the path (a regular file, a directory, a link, a live socket) is left untouched and stepd exits with a message (status 73, 75 for a live socket)."),
         ConfigOption(key: "state_dir", kind: .path, defaultText: defaultStateDirectory,
                      help: "Where the history database stepd.sqlite lives.", valueName: "dir",
                      details: "Under systemd, `StateDirectory=stepd` sets `$STATE_DIRECTORY`, used when this is not given. Run by hand without write access to `/var/lib`, stepd uses `$XDG_STATE_HOME/stepd` or `~/.local/state/stepd`."),
@@ -175,7 +205,7 @@ extension ConfigOption {
                      help: "Connection slots kept for root, the daemon's user and the admin group.", valueName: "n",
                      details: "A small `max_clients` shrinks this and `max_clients_per_user` rather than being refused."),
         ConfigOption(key: "max_requests_in_flight", kind: .integer(1...1024), defaultText: "16",
-                     help: "Requests a connection may have waiting behind unread replies; a client past it is closed.",
+                     help: "Requests a connection may have waiting behind unread replies; a client past it that reads nothing for 3 s is closed.",
                      valueName: "n"),
         ConfigOption(key: "max_unsent_kib", kind: .integer(1...1_048_576), defaultText: "64",
                      help: "A watcher that leaves more than this many KiB unread is dropped; no reply starts while a client leaves that much unread.",
@@ -202,12 +232,12 @@ extension ConfigOption {
         ConfigOption(key: "mqtt_url", kind: .path, defaultText: "(none: MQTT off)",
                      help: "Publish to this MQTT broker: mqtt://HOST[:PORT] (1883) or mqtts://HOST[:PORT] (TLS, 8883).",
                      valueName: "url",
-                     details: "The switch that turns publishing on; see [fleet.md](fleet.md) for the topics and payloads. Minute bins and visits wait in the history database until the broker acknowledges them.",
+                     details: "The switch that turns publishing on; see [fleet.md](fleet.md) for the topics and payloads. Minute bins and visits wait in the history database until the broker acknowledges them. A broker that is down or unreachable, at start or later, is tried again 1 s later, then twice as long each time up to 30 s; STATUS's `mqtt.error` says why it waits and when it tries next.",
                      example: "mqtt://broker.local:1883"),
-        ConfigOption(key: "mqtt_device_id", kind: .path, defaultText: "(the machine id)",
-                     help: "This device's name in topics and keys: letters, digits, - and _.", valueName: "id",
-                     details: "By default /etc/machine-id, else the host name.", example: "wearable-07"),
-        ConfigOption(key: "mqtt_topic_prefix", kind: .path, defaultText: "(stepd/<device id>)",
+        ConfigOption(key: "mqtt_device_id", kind: .path, defaultText: "(derived from the machine id)",
+                     help: "This device's stable key in payloads and Home Assistant, and its name in topics: letters, digits, - and _.", valueName: "id",
+                     details: "By default an id derived from /etc/machine-id, which is never published itself (else the host name); see [fleet.md](fleet.md#who-the-device-is).", example: "wearable-07"),
+        ConfigOption(key: "mqtt_topic_prefix", kind: .path, defaultText: "(stepd/<host>-<8 digits of the id>, or stepd/<device id>)",
                      help: "The topic prefix the device publishes under.", valueName: "prefix",
                      example: "lab/stepd/wearable-07"),
         ConfigOption(key: "mqtt_keepalive_s", kind: .integer(5...3600), defaultText: "60",
@@ -231,7 +261,7 @@ extension ConfigOption {
                      details: "A file that group or others may read, or that another user owns, is refused (exit status 78): `chmod 600` it and `chown` it to the user stepd runs as. Needs `mqtt_username`.",
                      example: "/etc/stepd/mqtt-password"),
         ConfigOption(key: "mqtt_homeassistant", kind: .flag, defaultText: "false",
-                     help: "Publish Home Assistant discovery: steps, distance, cadence, activity and floors sensors and a device tracker, as one device."),
+                     help: "Publish Home Assistant discovery: steps, distance, cadence and activity sensors, floors with a barometer and a device tracker with GPS on, as one device named after the host."),
     ]
 
     /// Options that only make sense on the command line; stepd.conf rejects them.

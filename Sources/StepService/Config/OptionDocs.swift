@@ -58,6 +58,8 @@ public enum OptionDocs {
     static func allowed(_ option: ConfigOption) -> String? {
         switch option.kind {
         case .path: return nil
+        case .socketPath:
+            return "At most \(ConfigOption.Kind.maximumSocketPathBytes) bytes: a Unix socket's address holds no more."
         case .choice(let choices): return "One of " + choices.map { "`\($0)`" }.joined(separator: ", ") + "."
         case .integer(let r): return "A whole number from \(r.lowerBound) to \(r.upperBound)."
         case .number(let r):

@@ -15,24 +15,35 @@ public struct FleetConfiguration: Sendable {
     public var password: String?
     public var homeAssistant = false
 
-    public init(broker: BrokerURL, deviceID: String, topicPrefix: String? = nil) {
+    /// The human-readable name: Home Assistant's device name, and part of the default topic prefix when the
+    /// device id is the default one. The host name, else the device id.
+    public var deviceName: String
+
+    public init(broker: BrokerURL, deviceID: String, topicPrefix: String? = nil, deviceName: String? = nil) {
         self.broker = broker
         self.deviceID = deviceID
+        self.deviceName = deviceName ?? deviceID
         self.topicPrefix = topicPrefix ?? FleetTopics.defaultPrefix(deviceID: deviceID)
     }
 
-    /// The machine's id (systemd's /etc/machine-id, 32 hex digits), else its host name: stable across
-    /// restarts, different on each board.
-    public static func defaultDeviceID() -> String {
-        for path in ["/etc/machine-id", "/var/lib/dbus/machine-id"] {
-            if let text = try? String(contentsOfFile: path, encoding: .utf8) {
-                let id = text.trimmingCharacters(in: .whitespacesAndNewlines)
-                if FleetTopics.isValidDeviceID(id) { return id }
+    /// The settings without `--mqtt-device-id`: the id derived from the machine id (DeviceIdentity), or the host
+    /// name when there is no machine id; the prefix `stepd/<host>-<first 8 digits of the id>`, readable and
+    /// still unique when boards share a host name (every fresh image is "mobian" or "raspberrypi").
+    public init(broker: BrokerURL, defaultIdentityWithTopicPrefix topicPrefix: String?,
+                machineIDFiles: [String] = ["/etc/machine-id", "/var/lib/dbus/machine-id"],
+                hostName: String? = DeviceIdentity.hostName()) {
+        let host = hostName ?? "stepd"
+        var derived: String?
+        for path in machineIDFiles {
+            if let text = try? String(contentsOfFile: path, encoding: .utf8),
+               let id = DeviceIdentity.applicationSpecificID(machineID: text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+                derived = id
+                break
             }
         }
-        let host = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "stepd"
-        let cleaned = String(host.unicodeScalars.map { FleetTopics.isValidDeviceID(String($0)) ? Character($0) : "-" })
-        return FleetTopics.isValidDeviceID(cleaned) ? cleaned : "stepd"
+        let deviceID = derived ?? host
+        let prefix = derived.map { "stepd/\(host)-\($0.prefix(8))" } ?? FleetTopics.defaultPrefix(deviceID: deviceID)
+        self.init(broker: broker, deviceID: deviceID, topicPrefix: topicPrefix ?? prefix, deviceName: host)
     }
 }
 

@@ -57,6 +57,8 @@ public final class FleetPublisher: @unchecked Sendable {
     private var latestPosition: Fix?
     private var sealTimer: DispatchSourceTimer?
     private var outboxReady = false
+    /// Whether the discovery last published declared a floors sensor; nil before it was published on this connection.
+    private var declaredBarometer: Bool?
 
     private let published: NIOLockedValueBox<MQTTStatusMessage>
 
@@ -160,8 +162,33 @@ public final class FleetPublisher: @unchecked Sendable {
         publishSteps(snapshot, forced: snapshot.activity != .walking)
     }
 
+    /// Home Assistant's discovery, declaring only what exists; again when a barometer is found after the
+    /// connection (an IIO one that appears later) or is known to be absent.
+    private func publishDiscovery(_ snapshot: EngineSnapshot) {
+        guard configuration.homeAssistant, link == .connected else { return }
+        // Not yet known while the barometer starts (kind `none`, state `starting`): wait rather than declare
+        // floors gone, which would delete the sensor from Home Assistant at each start.
+        let barometer = snapshot.barometer
+        guard barometer.kind != "none" || barometer.state != .starting else {
+            queue.asyncAfter(deadline: .now() + 0.5) { [weak self] in
+                guard let self else { return }
+                publishDiscovery(engine.snapshot)
+            }
+            return
+        }
+        let hasBarometer = barometer.kind != "none"
+        guard declaredBarometer != hasBarometer else { return }
+        declaredBarometer = hasBarometer
+        let discovery = HomeAssistantDiscovery(deviceID: configuration.deviceID, deviceName: configuration.deviceName, topics: topics,
+                                               hasBarometer: hasBarometer, hasGPS: engine.locationSnapshot.enabled)
+        for message in discovery.messages {
+            publishRetained(message.topic, message.payload)
+        }
+    }
+
     private func publishSteps(_ snapshot: EngineSnapshot, forced: Bool) {
         dispatchPrecondition(condition: .onQueue(queue))
+        publishDiscovery(snapshot)
         let now = Self.monotonicSeconds
         if forced {
             stepsThrottle.forced(now: now)
@@ -352,11 +379,8 @@ public final class FleetPublisher: @unchecked Sendable {
         refusal = nil
         setLink(.connected)
         publishRetained(topics.status, FleetPayloads.online)
-        if configuration.homeAssistant {
-            for message in HomeAssistantDiscovery(deviceID: configuration.deviceID, topics: topics).messages {
-                publishRetained(message.topic, message.payload)
-            }
-        }
+        declaredBarometer = nil
+        publishDiscovery(engine.snapshot)
         publishSteps(engine.snapshot, forced: true)
         if let latestPosition {
             publishRetained(topics.position, FleetPayloads.json(LocationWire.position(latestPosition, now: Date())))

@@ -9,7 +9,12 @@ struct HomeAssistantDiscovery {
     static let defaultPrefix = "homeassistant"
 
     let deviceID: String
+    /// The device's name in Home Assistant (the host name); the id stays the key (identifiers, unique ids).
+    var deviceName: String
     let topics: FleetTopics
+    /// Only what exists is declared: no floors sensor without a barometer, no tracker with GPS off.
+    var hasBarometer = true
+    var hasGPS = true
     var discoveryPrefix = Self.defaultPrefix
     var release = stepdRelease
 
@@ -28,14 +33,20 @@ struct HomeAssistantDiscovery {
     private var node: String { "stepd_\(deviceID)" }
 
     private var device: [String: Any] {
-        ["identifiers": [node], "name": "stepd \(deviceID)", "manufacturer": "stepd", "model": "stepd",
+        ["identifiers": [node], "name": deviceName, "manufacturer": "stepd", "model": "stepd",
          "sw_version": release]
     }
 
-    /// Every config message: (topic, JSON payload), all to be published retained.
+    /// Every config message: (topic, JSON payload), all to be published retained. An entity that does not exist
+    /// gets an empty payload, which removes one an earlier run declared (Home Assistant's way to delete it).
     var messages: [(topic: String, payload: String)] {
         var messages: [(String, String)] = []
         for sensor in Self.sensors {
+            let topic = "\(discoveryPrefix)/sensor/\(node)/\(sensor.object)/config"
+            if sensor.object == "floors" && !hasBarometer {
+                messages.append((topic, ""))
+                continue
+            }
             var config: [String: Any] = [
                 "name": sensor.name,
                 "unique_id": "\(node)_\(sensor.object)",
@@ -53,8 +64,10 @@ struct HomeAssistantDiscovery {
             if let unit = sensor.unit { config["unit_of_measurement"] = unit }
             if let deviceClass = sensor.deviceClass { config["device_class"] = deviceClass }
             if let stateClass = sensor.stateClass { config["state_class"] = stateClass }
-            messages.append(("\(discoveryPrefix)/sensor/\(node)/\(sensor.object)/config", Self.encode(config)))
+            messages.append((topic, Self.encode(config)))
         }
+        let trackerTopic = "\(discoveryPrefix)/device_tracker/\(node)/position/config"
+        guard hasGPS else { return messages + [(trackerTopic, "")] }
         // A GPS device_tracker takes its place from the attributes latitude, longitude and gps_accuracy.
         let tracker: [String: Any] = [
             "name": "Position",
@@ -69,7 +82,7 @@ struct HomeAssistantDiscovery {
             "payload_not_available": FleetPayloads.offline,
             "device": device,
         ]
-        messages.append(("\(discoveryPrefix)/device_tracker/\(node)/position/config", Self.encode(tracker)))
+        messages.append((trackerTopic, Self.encode(tracker)))
         return messages
     }
 

@@ -144,14 +144,6 @@ extension StepStore {
 
     /// A write on the store's queue; a store that is away or failing is an error the publisher retries later.
     private func outboxWrite<T>(_ body: (Database) throws -> T) -> Result<T, StoreError> {
-        dispatchPrecondition(condition: .onQueue(queue))
-        guard let database else {
-            return .failure(.unavailable(reason: status.error ?? "the history database is not open"))
-        }
-        do {
-            return .success(try database.write(body))
-        } catch {
-            return .failure(.cannotWrite(path: configuration.path, reason: Self.reason(error)))
-        }
+        transaction(body)
     }
 }

@@ -33,28 +33,14 @@ extension Engine: FixSink {
     /// The latest published position state; cheap, safe from any thread.
     public var locationSnapshot: LocationSnapshot { publishedLocation.withLockedValue { $0 } }
 
-    /// The track document. The path is copied on the processing queue (a copy-on-write array: no work) and
-    /// written out on a utility queue: a 10 MB GPX of a day's path takes seconds, and the processing queue
-    /// must not stop counting for it.
-    public func exportTrack(format: TrackFormat, completion: @escaping @Sendable (TrackMessage) -> Void) {
+    /// The path in memory and its length, for a track document. The path is copied on the processing queue (a
+    /// copy-on-write array: no work) and handed over from there; the document is written out by the server a
+    /// piece at a time (TrackReply), never on the processing queue.
+    public func trackPath(completion: @escaping @Sendable ([TrackPoint], Double) -> Void) {
         queue.async { [self] in
             let track = locationTracker.track
-            DispatchQueue.global(qos: .utility).async {
-                completion(Self.trackMessage(points: track.points, distanceMeters: track.distanceMeters, format: format))
-            }
+            completion(track.points, track.distanceMeters)
         }
-    }
-
-    /// A track document for `points`; pure, run off the processing queue.
-    static func trackMessage(points: [TrackPoint], distanceMeters: Double, format: TrackFormat) -> TrackMessage {
-        let document: String
-        switch format {
-        case .geojson: document = TrackExport.geoJSON(points: points, distanceMeters: distanceMeters, time: Timestamp.string)
-        case .gpx: document = TrackExport.gpx(points: points, distanceMeters: distanceMeters, time: Timestamp.string)
-        }
-        return TrackMessage(format: format.rawValue, distance_m: (distanceMeters * 10).rounded() / 10,
-                            points: points.count, start: points.first.map { Timestamp.string($0.time) },
-                            end: points.last.map { Timestamp.string($0.time) }, document: document)
     }
 
     /// The visits kept (restored from the store, then this run's), oldest first, read on the processing queue.

@@ -5,10 +5,14 @@ import StepProtocol
 /// One connected client: greets it with VERSION, answers its requests in order, and closes it when it is done
 /// or over a limit. Owned by the channel's event loop.
 ///
-/// What a client can make the daemon hold is bounded (issue 14): a request is answered as soon as it is read,
-/// but only while less than `maximumUnsentBytes` of earlier output is unread; reading stops while any request
-/// waits; and a client with more than `maximumRequestsInFlight` requests waiting behind output it does not read
-/// is closed with an ERROR and a logged reason. A closed client's waiting requests are dropped, never computed.
+/// What a client can make the daemon hold is bounded (issues 14 and 25): a request is answered as soon as it is
+/// read, but only while less than `maximumUnsentBytes` of earlier output is unread; a long reply (a track
+/// document) is written a piece at a time as the client reads it, never held whole; reading stops while any
+/// request waits. A client that pipelines while it reads is served however much it sends; one that reads
+/// nothing of its output for `stallTimeout` while more than `maximumRequestsInFlight` requests wait, or while a
+/// document made from data of its own (a stored range) is being written to it, is closed with an ERROR and a
+/// logged reason. A closed client's waiting
+/// requests are dropped, never computed.
 final class ClientHandler: ChannelInboundHandler {
     typealias InboundIn = LineFrame
     typealias OutboundOut = ByteBuffer
@@ -21,10 +25,13 @@ final class ClientHandler: ChannelInboundHandler {
     ///     open(serving)        → open(dispatching)    a request handed to the responder
     ///     open(dispatching)    → open(serving)        its reply came at once
     ///                          → open(awaitingReply)  it comes later, from another queue
+    ///     open(dispatching),
+    ///     open(awaitingReply)  → open(streaming)      the reply is a document, written in pieces
     ///     open(awaitingReply)  → open(idle)           the reply came (then serving again)
+    ///     open(streaming)      → open(idle)           the document's last piece is written (then serving again)
     ///     open(serving)        → open(idle)           nothing left to answer, or the client stopped reading
     ///     open(idle, shut)     → closing              the client shut its side and has every reply
-    ///     open, connecting     → closing              over the in-flight limit, or an error
+    ///     open, connecting     → closing              stalled over a limit, or an error
     ///     any                  → closed               the channel is inactive
     enum State {
         /// Accepted by the socket; not yet registered with the daemon (before channelActive).
@@ -46,6 +53,8 @@ final class ClientHandler: ChannelInboundHandler {
             case dispatching
             /// A request is being answered on another queue (reset, history, track): later lines wait.
             case awaitingReply
+            /// A long reply is being written a piece at a time, as the client reads (`document`).
+            case streaming
         }
 
         enum Input: Equatable {
@@ -55,11 +64,18 @@ final class ClientHandler: ChannelInboundHandler {
         }
     }
 
+    /// The greeting, encoded once: a connection flood pays for no JSON encoding.
+    private static let versionLine = Wire.line(VersionMessage(release: stepdRelease))
     private let responder: ClientResponder
     private let limits: ClientLimits
     private(set) var state = State.connecting
     /// Request lines read and not yet answered, oldest first.
     private var waiting = CircularBuffer<LineFrame>()
+    /// The document being written, while `streaming`.
+    private var document: ReplyPieces?
+    /// Armed while the client leaves its output unread and the daemon holds work for it: the output still
+    /// unsent when it was armed, to tell a slow reader from one that reads nothing.
+    private var stall: (timer: Scheduled<Void>, unsentBytes: Int)?
 
     init(responder: ClientResponder, limits: ClientLimits) {
         self.responder = responder
@@ -80,7 +96,7 @@ final class ClientHandler: ChannelInboundHandler {
         switch responder.clientConnected(context.channel, credentials: PeerCredentials.of(context.channel)) {
         case .success(let session):
             accept(session)
-            write(Wire.line(VersionMessage(release: stepdRelease)), context: context)
+            write(Self.versionLine, context: context)
         case .failure(let refusal):
             write(Wire.line(ErrorMessage(message: refusal.description)), context: context)
             close(context: context)
@@ -96,25 +112,25 @@ final class ClientHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         context.eventLoop.assertInEventLoop()
-        guard case .open(let session, _, _) = state else { return }
+        guard case .open = state else { return }
         waiting.append(unwrapInboundIn(data))
         serveWaiting(context: context)
-        // Requests pile up only behind unread output or a slow request. Behind a slow one (history, track)
-        // they wait, a read's worth at most; behind output the client does not read, it is not coming back.
-        if case .open = state, waiting.count > limits.maximumRequestsInFlight, !context.channel.isWritable {
-            let reason = ClientLimitError.tooManyInFlight(limit: limits.maximumRequestsInFlight,
-                                                          unsentBytes: limits.maximumUnsentBytes)
-            responder.clientOverLimit(session, reason: reason)
-            write(Wire.line(ErrorMessage(message: reason.description)), context: context)
-            close(context: context)
-        }
+        // Requests pile up only behind unread output or a slow request, a read's worth at most. A client that
+        // pipelines while it reads gets every one answered as it reads; one that reads nothing is closed.
+        watchForStall(context: context)
     }
 
     /// The channel's high water mark is `maximumUnsentBytes` (ProtocolServer.bootstrap); it turns writable
     /// again, which restarts serving, once half of that is read.
     func channelWritabilityChanged(context: ChannelHandlerContext) {
         context.eventLoop.assertInEventLoop()
-        if context.channel.isWritable { serveWaiting(context: context) } else { updateReading(context: context) }
+        if context.channel.isWritable {
+            disarmStall()
+            if case .open(_, .streaming, _) = state { writeDocument(context: context) } else { serveWaiting(context: context) }
+        } else {
+            updateReading(context: context)
+            watchForStall(context: context)
+        }
         context.fireChannelWritabilityChanged()
     }
 
@@ -150,9 +166,9 @@ final class ClientHandler: ChannelInboundHandler {
     private func serve(_ frame: LineFrame, session: ClientSession, context: ChannelHandlerContext) {
         let bytes: Data
         switch frame {
-        case .tooLong:
+        case .tooLong(let id):
             let error = RequestError.tooLong(limit: limits.maximumLineLength)
-            return write(Wire.line(ErrorMessage(message: error.description)), context: context)
+            return write(Wire.line(ErrorMessage(message: error.description, id: id)), context: context)
         case .line(let buffer):
             bytes = Data(buffer.readableBytesView)
         }
@@ -161,7 +177,9 @@ final class ClientHandler: ChannelInboundHandler {
         do {
             request = try Request.parse(bytes)
         } catch {
-            return write(Wire.line(ErrorMessage(message: error.description, id: error.id)), context: context)
+            // Not JSON, or nested too deep: the id, if the line has one, is still the client's to match on.
+            let id = error.id ?? RequestIDScanner.id(in: bytes)
+            return write(Wire.line(ErrorMessage(message: error.description, id: id)), context: context)
         }
         session.requestsServed += 1
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
@@ -172,18 +190,65 @@ final class ClientHandler: ChannelInboundHandler {
         if case .open(_, .dispatching, _) = state { enter(.awaitingReply) }
     }
 
-    /// A reply given at once lets the loop in serveWaiting carry on; a later one restarts it.
-    private func replied(_ reply: Data, context: ChannelHandlerContext) {
+    /// A reply given at once lets the loop in serveWaiting carry on; a later one restarts it. A document
+    /// starts being written from the event loop's next turn, so that serveWaiting's loop has returned.
+    private func replied(_ reply: Reply, context: ChannelHandlerContext) {
         context.eventLoop.assertInEventLoop()
         guard case .open(_, let phase, _) = state else { return }  // closed meanwhile: the reply is dropped
-        write(reply, context: context)
         switch phase {
-        case .dispatching: enter(.serving)
-        case .awaitingReply:
-            enter(.idle)
-            serveWaiting(context: context)
-        case .idle, .serving: assertionFailure("a reply without a request in flight")
+        case .dispatching, .awaitingReply: break
+        case .idle, .serving, .streaming: return assertionFailure("a reply without a request in flight")
         }
+        switch reply {
+        case .line(let data):
+            write(data, context: context)
+            if phase == .dispatching {
+                enter(.serving)
+            } else {
+                enter(.idle)
+                serveWaiting(context: context)
+            }
+        case .document(let pieces):
+            document = pieces
+            enter(.streaming)
+            let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            context.eventLoop.execute {
+                let (handler, context) = loopBound.value
+                handler.writeDocument(context: context)
+            }
+        }
+    }
+
+    /// Writes the document's next pieces while the client keeps up, a few per turn of the event loop so that
+    /// the other clients are served between them; once it is out, the requests after it are served.
+    private func writeDocument(context: ChannelHandlerContext) {
+        guard case .open(_, .streaming, _) = state, let pieces = document else { return }
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        let resume = {
+            let (handler, context) = loopBound.value
+            handler.writeDocument(context: context)
+        }
+        var written = 0
+        while context.channel.isWritable {
+            guard written < 4 else {
+                context.flush()
+                return context.eventLoop.execute(resume)  // the other clients' turn
+            }
+            switch pieces.next(allocator: context.channel.allocator, ready: resume) {
+            case .piece(let piece):
+                context.write(wrapOutboundOut(piece), promise: nil)
+                written += 1
+            case .later:
+                return context.flush()
+            case .end:
+                context.flush()
+                document = nil
+                enter(.idle)
+                return serveWaiting(context: context)
+            }
+        }
+        context.flush()
+        watchForStall(context: context)
     }
 
     private func accept(_ session: ClientSession) {
@@ -209,6 +274,8 @@ final class ClientHandler: ChannelInboundHandler {
         case .closing, .closed: return
         }
         waiting.removeAll()
+        document = nil
+        disarmStall()
         context.close(promise: nil)
     }
 
@@ -221,7 +288,59 @@ final class ClientHandler: ChannelInboundHandler {
         }
         state = .closed
         waiting.removeAll()  // a closed client's queued work is dropped, never computed
+        document = nil
+        disarmStall()
         return session
+    }
+
+    // MARK: A client that reads nothing
+
+    /// What the daemon holds for a client that does not read: more requests than the limit, or a document
+    /// made from data of its own.
+    private var holdsWork: Bool {
+        guard case .open(_, let phase, _) = state else { return false }
+        return (phase == .streaming && document?.holdsOwnData == true) || waiting.count > limits.maximumRequestsInFlight
+    }
+
+    private func watchForStall(context: ChannelHandlerContext) {
+        guard stall == nil, !context.channel.isWritable, holdsWork else { return }
+        armStall(unsentBytes: unsentBytes(context), context: context)
+    }
+
+    private func armStall(unsentBytes: Int, context: ChannelHandlerContext) {
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        let timer = context.eventLoop.scheduleTask(in: limits.stallTimeout) {
+            let (handler, context) = loopBound.value
+            handler.stallTimeoutFired(context: context)
+        }
+        stall = (timer, unsentBytes)
+    }
+
+    private func disarmStall() {
+        stall?.timer.cancel()
+        stall = nil
+    }
+
+    /// The client read nothing for `stallTimeout`: if it read some of its output meanwhile it is only slow,
+    /// and is watched again; if not, and the daemon still holds work for it, it is closed.
+    private func stallTimeoutFired(context: ChannelHandlerContext) {
+        guard let armed = stall else { return }
+        stall = nil
+        guard case .open(let session, let phase, _) = state, !context.channel.isWritable, holdsWork else { return }
+        let unsent = unsentBytes(context)
+        if unsent < armed.unsentBytes { return armStall(unsentBytes: unsent, context: context) }
+        let seconds = Int(limits.stallTimeout.nanoseconds / 1_000_000_000)
+        let reason: ClientLimitError = phase == .streaming
+            ? .documentUnread(seconds: seconds)
+            : .tooManyInFlight(limit: limits.maximumRequestsInFlight, unsentBytes: limits.maximumUnsentBytes, seconds: seconds)
+        responder.clientOverLimit(session, reason: reason)
+        write(Wire.line(ErrorMessage(message: reason.description)), context: context)
+        close(context: context)
+    }
+
+    /// Output written and not yet taken by the socket.
+    private func unsentBytes(_ context: ChannelHandlerContext) -> Int {
+        (try? context.channel.syncOptions?.getOption(ChannelOptions.bufferedWritableBytes)) ?? 0
     }
 
     // MARK: Output

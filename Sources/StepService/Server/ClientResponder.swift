@@ -12,7 +12,33 @@ protocol ClientResponder: AnyObject {
     /// The client is being closed for what it made the daemon hold; the responder counts and logs it.
     func clientOverLimit(_ session: ClientSession, reason: ClientLimitError)
     /// Answers one request: at once, or later from another queue (hopping back to the event loop).
-    func handle(_ request: Request, from session: ClientSession, reply: @escaping (Data) -> Void)
+    func handle(_ request: Request, from session: ClientSession, reply: @escaping (Reply) -> Void)
+}
+
+/// The answer to one request.
+enum Reply {
+    /// One encoded line.
+    case line(Data)
+    /// A long line (a track document), written a piece at a time as the client reads it.
+    case document(ReplyPieces)
+}
+
+/// A long reply line in pieces: each piece is made once the client has read the ones before, so the daemon
+/// holds a piece or two per client, never the whole line. Called on the connection's event loop.
+protocol ReplyPieces: AnyObject {
+    /// Whether the reply holds data of its own (a stored range's path), which a client that reads none of it
+    /// must not keep: then it is closed after `stallTimeout`. A reply made from data shared with the engine
+    /// costs the daemon a piece and its unsent output, as any reply does, and waits for its client.
+    var holdsOwnData: Bool { get }
+    /// The next piece, `.later` while it is being made (then `ready` is called on the event loop when it is),
+    /// or `.end` when the line, its newline included, is out.
+    func next(allocator: ByteBufferAllocator, ready: @escaping () -> Void) -> ReplyPiece
+}
+
+enum ReplyPiece {
+    case piece(ByteBuffer)
+    case later
+    case end
 }
 
 /// Why a connection is refused at once, with an ERROR that says so.
@@ -34,13 +60,16 @@ enum ConnectionRefusal: Error, CustomStringConvertible {
 
 /// Why a client was closed for what it made the daemon hold.
 enum ClientLimitError: Error, CustomStringConvertible {
-    case tooManyInFlight(limit: Int, unsentBytes: Int)
+    case tooManyInFlight(limit: Int, unsentBytes: Int, seconds: Int)
+    case documentUnread(seconds: Int)
 
     var description: String {
         switch self {
-        case .tooManyInFlight(let limit, let unsent):
-            return "more than \(limit) requests waiting for an answer while \(unsent / 1024) KiB of replies are unread: "
-                + "read the replies before sending more; closing the connection"
+        case .tooManyInFlight(let limit, let unsent, let seconds):
+            return "more than \(limit) requests waiting for an answer while \(unsent / 1024) KiB of replies are unread, "
+                + "none read for \(seconds) s: read the replies before sending more; closing the connection"
+        case .documentUnread(let seconds):
+            return "a document is being sent and none of it was read for \(seconds) s; closing the connection"
         }
     }
 }

@@ -28,8 +28,12 @@ final class ClientSession {
 /// What one connection may make the daemon hold.
 struct ClientLimits: Sendable {
     var maximumLineLength: Int
-    /// Requests read and not yet answered; one more closes the connection.
+    /// Requests read and not yet answered behind unread output; with one more, a client that reads nothing
+    /// for `stallTimeout` is closed.
     var maximumRequestsInFlight: Int
     /// No reply is started while this much earlier output is still unread by the client.
     var maximumUnsentBytes: Int
+    /// How long a client may read nothing of its output while the daemon holds work for it (more than
+    /// `maximumRequestsInFlight` requests, or a document being written).
+    var stallTimeout: TimeAmount = .seconds(3)
 }

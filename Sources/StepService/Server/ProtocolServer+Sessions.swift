@@ -53,7 +53,7 @@ extension ProtocolServer: ClientResponder {
                           "client disconnected: \(session.who) after \(session.requestsServed) requests; \(sessions.count) connected")
         }
         updateMotionDemand()
-        if sessions.isEmpty { Self.returnFreedMemory() }
+        if sessions.isEmpty { returnFreedMemorySoon() }
     }
 
     /// A client is being closed for what it made the daemon hold (ClientHandler).
@@ -64,10 +64,16 @@ extension ProtocolServer: ClientResponder {
                       "closed a client (\(session.who)): \(reason)")
     }
 
-    /// After a burst of clients, glibc keeps the freed buffers of their channels in its arenas; with the
-    /// last client gone, give those pages back so that the daemon's memory is what it was before the burst.
-    private static func returnFreedMemory() {
-        mallocTrim?(0)
+    /// After a burst of clients, glibc keeps the freed buffers of their channels in its arenas; a second after
+    /// the last client is gone, give those pages back so that the daemon's memory is what it was before the
+    /// burst. Not at once: during a connection flood the daemon is empty between most connections, and a
+    /// trim each time (it walks the whole heap) made every new client wait (issue 25).
+    private func returnFreedMemorySoon() {
+        guard memoryTrim == nil else { return }
+        memoryTrim = loop.scheduleTask(in: .seconds(1)) { [self] in
+            memoryTrim = nil
+            if sessions.isEmpty { _ = Self.mallocTrim?(0) }
+        }
     }
 
     /// glibc's `malloc_trim`, looked up at run time: Swift's Glibc module does not import <malloc.h>, and

@@ -12,12 +12,16 @@ import Glibc
 public enum ServerError: Error, CustomStringConvertible {
     case cannotCreateDirectory(path: String, reason: String)
     case socketInUse(path: String)
+    case notASocket(path: String, kind: String)
     case cannotBind(path: String, reason: String)
 
     public var description: String {
         switch self {
         case .cannotCreateDirectory(let path, let reason): return "cannot create socket directory \(path): \(reason)"
         case .socketInUse(let path): return "another daemon is already listening on \(path)"
+        case .notASocket(let path, let kind):
+            return "\(path) exists and is \(kind), not a socket left by a stopped daemon: not replacing it; "
+                + "give --socket a path of its own"
         case .cannotBind(let path, let reason): return "cannot listen on \(path): \(reason)"
         }
     }
@@ -77,6 +81,8 @@ public final class ProtocolServer: @unchecked Sendable {
     var droppedWatchers = 0
     /// Clients closed because they had too many requests waiting (ClientHandler).
     var closedClients = 0
+    /// The heap's trim, due a second after the last client left (returnFreedMemorySoon).
+    var memoryTrim: Scheduled<Void>?
     /// The newest wall time a MOTION was encoded for, so that all watchers due share one encoding.
     var motionCache: (sampleTime: Double, data: Data)?
 
@@ -150,6 +156,7 @@ public final class ProtocolServer: @unchecked Sendable {
 
     public func stop() {
         try? channel?.close().wait()
+        try? loop.submit { [self] in memoryTrim?.cancel() }.wait()
         try? loop.submit { [self] in
             for session in sessions.values { session.channel.close(promise: nil) }
         }.wait()
@@ -167,9 +174,31 @@ public final class ProtocolServer: @unchecked Sendable {
                 throw ServerError.cannotCreateDirectory(path: directory, reason: error.localizedDescription)
             }
         }
-        guard FileManager.default.fileExists(atPath: path) else { return }
+        // Only a socket nobody listens on (left by a crash) is replaced; anything else at the path is someone's.
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return }
+        guard info.st_mode & S_IFMT == S_IFSOCK else {
+            throw ServerError.notASocket(path: path, kind: Self.kind(of: info.st_mode))
+        }
         if SocketProbe.isListening(path: path) { throw ServerError.socketInUse(path: path) }
         unlink(path)
+    }
+
+    private static func kind(of mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFREG: return "a regular file"
+        case S_IFDIR: return "a directory"
+        case S_IFLNK: return "a symbolic link"
+        case S_IFIFO: return "a FIFO"
+        case S_IFCHR: return "a character device"
+        case S_IFBLK: return "a block device"
+        default: return "not a socket"
+        }
+    }
+
+    /// The clients connected now; asks the event loop, so never call it from there.
+    public var clientCount: Int {
+        (try? loop.submit { [self] in sessions.count }.wait()) ?? 0
     }
 
     /// Runs `body` on the event loop: the watchdog's proof that the loop still turns.

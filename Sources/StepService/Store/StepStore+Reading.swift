@@ -5,7 +5,9 @@ import GRDB
 /// Reading history back. Pending steps are committed first on the store's queue (so history never lags
 /// STEPS), then the read runs on `readers`: a WAL reader sees the last commit and never holds the next one
 /// back, however long a client's request takes. Every read is bounded (bin ranges, row limits) and gives
-/// up when the daemon stops.
+/// up when the daemon stops. A read holds a lease on the pool (`DatabaseLeases`), so the store never closes
+/// a pool under it; when the store gives its database up (a lost or changed file, a failed commit) the read
+/// stops and answers with the store's state.
 extension StepStore {
     /// A track request returns at most this many points: a day at 1 Hz, as the path kept in memory.
     public static let maximumTrackPoints = 86_400
@@ -84,35 +86,38 @@ extension StepStore {
     private func read<T>(completion: @escaping @Sendable (Result<T, StoreError>) -> Void,
                          _ body: @escaping (DatabasePool) throws -> T) {
         queue.async { [self] in
-            let database = committedDatabase()
+            flushForReading()
             readers.addOperation { [self] in
-                completion(Result {
-                    try checkStopping()
-                    guard let database = try database.get() else { throw unavailable() }
-                    return try body(database)
-                }.mapError { $0 as? StoreError ?? .cannotRead(path: configuration.path, reason: Self.reason($0)) })
+                completion(Result { try leased(body) }
+                    .mapError { $0 as? StoreError ?? .cannotRead(path: configuration.path, reason: Self.reason($0)) })
             }
         }
     }
 
     private func readNow<T>(_ body: (DatabasePool) throws -> T) throws -> T {
-        guard let database = try queue.sync(execute: { try committedDatabase().get() }) else { throw unavailable() }
+        queue.sync { flushForReading() }
+        return try leased(body)
+    }
+
+    /// Runs `body` on the pool under a lease: the store closes no pool a read holds.
+    private func leased<T>(_ body: (DatabasePool) throws -> T) throws -> T {
+        try checkReadable()
+        guard let database = leases.lease() else { throw unavailable() }
+        defer { leases.release() }
         return try body(database)
     }
 
-    /// After committing what is pending: the database to read, on the store's queue.
-    private func committedDatabase() -> Result<DatabasePool?, StoreError> {
-        flushForReading()
-        return .success(database)
-    }
-
+    /// Why there is nothing to read, with the store's state ("the store is failed: lost the step database
+    /// ..."). From the published status, never from the queue, which may be waiting for this very read.
     private func unavailable() -> StoreError {
         if stopping.withLockedValue({ $0 }) { return .unavailable(reason: "stepd is stopping") }
-        return .unavailable(reason: queue.sync { failure?.description } ?? "the store is closed")
+        let status = self.status
+        return .unavailable(reason: "the store is \(status.state)" + (status.error.map { ": \($0)" } ?? ""))
     }
 
-    private func checkStopping() throws {
-        if stopping.withLockedValue({ $0 }) { throw StoreError.unavailable(reason: "stepd is stopping") }
+    /// Throws when the daemon stops or the store gives the pool up: a long read ends at its next step.
+    private func checkReadable() throws {
+        if stopping.withLockedValue({ $0 }) || leases.isRevoked { throw unavailable() }
     }
 
     private func readHistory(_ database: DatabasePool, from: Date, to: Date, size: HistoryBinSize,
@@ -144,7 +149,7 @@ extension StepStore {
                     """)
                 var bins: [HistoryBin] = []
                 for interval in intervals {
-                    try checkStopping()
+                    try checkReadable()
                     let lower = max(range.lowerBound, HistoryBinning.minute(interval.start))
                     let upper = min(range.upperBound, HistoryBinning.minute(interval.end))
                     guard lower < upper, let row = try Row.fetchOne(sum, arguments: [lower, upper]),
@@ -196,7 +201,8 @@ extension StepStore {
 
     private func wrapRead<T>(_ body: () throws -> T) throws -> T {
         do { return try body() } catch let error as StoreError { throw error } catch {
-            if stopping.withLockedValue({ $0 }) { throw StoreError.unavailable(reason: "stepd is stopping") }
+            // Interrupted because the daemon stops or the store gave the pool up.
+            if stopping.withLockedValue({ $0 }) || leases.isRevoked { throw unavailable() }
             throw StoreError.cannotRead(path: configuration.path, reason: Self.reason(error))
         }
     }

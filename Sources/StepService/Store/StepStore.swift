@@ -13,6 +13,9 @@ import StepProcessing
 /// A database that cannot be created, opened or written is a state, not a failure of the daemon: the
 /// batch is kept, STATUS and the log say why, and the store tries again.
 ///
+/// The queue is the database pool's one owner: it opens it and gives it up; reads lease it
+/// (`DatabaseLeases`), and a pool given up is closed only once no read holds it.
+///
 /// `@unchecked Sendable`: its mutable state is owned by `queue` (checked with dispatchPrecondition), except
 /// the inbox, the published status and `stopping`, which are behind locks.
 public final class StepStore: @unchecked Sendable {
@@ -68,6 +71,8 @@ public final class StepStore: @unchecked Sendable {
     // Owned by `queue`.
     private let writer: StoreWriter
     var database: DatabasePool? { writer.database }
+    /// The pool as reads take it, from any thread.
+    var leases: DatabaseLeases { writer.leases }
     /// Whether `current` is known to continue the database's counter: read from it, written to it, or set by
     /// a reset. False when counting began while the store could not be opened: the saved count is then
     /// unknown, so this run's steps are added to it on recovery (`onSavedCounter`) rather than written over it.
@@ -163,9 +168,16 @@ public final class StepStore: @unchecked Sendable {
         return queue.sync {
             timer?.cancel()
             timer = nil
+            drainInbox()
+            // A file changed since the last commit is set aside even with nothing left to write: the count
+            // is "saved" only in a file the store wrote.
+            checkFile()
+            // The last chance to save: a file lost a moment ago has not been reopened yet (the retry waits a
+            // reopen interval), and the count would be lost with the process.
+            if database == nil, !closed { reopen(waitingForReads: 2) }
             commit()
             let saved = failure == nil && database != nil && anchored ? current : nil
-            do { try writer.close() } catch { logger.debug("closing \(configuration.path): \(error)") }
+            do { try writer.close() } catch { logger.notice("closing \(configuration.path): \(error)") }
             closed = true
             publish()
             return saved
@@ -271,15 +283,16 @@ public final class StepStore: @unchecked Sendable {
     }
 
     /// The database is back (or new): this run's steps join what it saved, never replace it.
-    private func reopen() {
-        guard openDatabase() else { return }
+    private func reopen(waitingForReads: TimeInterval = 0) {
+        guard openDatabase(waitingForReads: waitingForReads) else { return }
         onReopened?()
         if anchored {
             // This run's count continued the saved one (the file was lost, not the count): it is the count.
             pending.setCounter(current)
         } else if let saved = readCounter() {
             logger.notice("store: adding the \(saved.steps) steps saved since \(saved.since) to the \(current.steps) counted meanwhile")
-            if let onSavedCounter {
+            // At the stop the sum is made here: the owner's answer would come after the last commit.
+            if let onSavedCounter, !stopping.withLockedValue({ $0 }) {
                 onSavedCounter(saved)
             } else {
                 let floors = saved.floors.map { $0 + (current.floors ?? .zero) } ?? current.floors
@@ -294,13 +307,33 @@ public final class StepStore: @unchecked Sendable {
     }
 
     /// Gives up a database whose file is no longer the one at the path; the batch stays pending for the
-    /// file that takes its place.
+    /// file that takes its place. A file changed in place by another program is moved aside first, so that
+    /// the next open makes a fresh database for the count in memory rather than going on in the stranger's.
     private func checkFile() {
         guard let problem = writer.checkFile() else { return }
         // Held for a reopen interval, so that the state is seen and a directory being replaced can settle.
         lastOpenAttempt = Date()
-        setFailure(.lost(path: configuration.path, reason: problem.reason))
+        var reason = problem.reason
+        let aside = configuration.path + ".changed-" + Self.asideStamp(Date())
+        if problem.isChangedInPlace { reason += "; it is kept as \(aside)" }
+        // Published before the reads in flight are stopped, so that they say why.
+        setFailure(.lost(path: configuration.path, reason: reason))
+        // Moved before the pool is closed: SQLite's last checkpoint skips a file that is no longer at its
+        // path, so nothing of the store's log is copied into the stranger's file.
+        if problem.isChangedInPlace {
+            do { try writer.setAside(as: aside) } catch { logger.error("\(error)") }
+        }
+        writer.drop()
         schedule(.fast)
+    }
+
+    /// `20261126T134502Z`: a name part that sorts by time.
+    private static func asideStamp(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
+        return formatter.string(from: date)
     }
 
     private func schedule(_ pace: CommitPolicy.Pace) {
@@ -310,10 +343,10 @@ public final class StepStore: @unchecked Sendable {
         timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(policy.leewayMilliseconds(pace)))
     }
 
-    private func openDatabase() -> Bool {
+    private func openDatabase(waitingForReads: TimeInterval = 0) -> Bool {
         lastOpenAttempt = Date()
         do {
-            try writer.open()
+            try writer.open(waitingForReads: waitingForReads)
         } catch {
             setFailure(error)
             return false
@@ -353,8 +386,9 @@ public final class StepStore: @unchecked Sendable {
             failure = nil
             publish()
         } catch {
-            // Reopened on the timer; the batch stays pending.
+            // Reopened on the timer; the batch stays pending. Published before the reads are stopped.
             setFailure(error)
+            writer.drop()
             lastOpenAttempt = Date()
             schedule(.fast)
         }
@@ -363,6 +397,7 @@ public final class StepStore: @unchecked Sendable {
     /// Drops history older than the retention period.
     private func prune(now: Date) {
         lastPrune = now
+        checkFile()
         let cutoff = now.addingTimeInterval(-Double(configuration.retentionDays) * 86_400)
         do {
             let removed = try writer.prune(olderThan: cutoff)
@@ -383,6 +418,21 @@ public final class StepStore: @unchecked Sendable {
         let status = StoreStatus(path: configuration.path, state: state, error: failure?.description,
                                  retentionDays: configuration.retentionDays, lastCommit: lastCommit)
         published.withLockedValue { $0 = status }
+    }
+
+    /// A write of the store's own besides the commits (the MQTT outbox), on the queue: the file is checked
+    /// first, as before a commit.
+    func transaction<T>(_ body: (Database) throws -> T) -> Result<T, StoreError> {
+        dispatchPrecondition(condition: .onQueue(queue))
+        checkFile()
+        guard database != nil else {
+            return .failure(.unavailable(reason: status.error ?? "the history database is not open"))
+        }
+        do {
+            return .success(try writer.transaction(body))
+        } catch {
+            return .failure(.cannotWrite(path: configuration.path, reason: Self.reason(error)))
+        }
     }
 
     /// SQLite's own words ("file is not a database"), not GRDB's whole dump with the SQL.

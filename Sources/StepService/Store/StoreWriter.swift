@@ -1,29 +1,39 @@
 import Foundation
 import GRDB
-import NIOConcurrencyHelpers
 import StepProcessing
 
 /// The GRDB side of the store: opens the SQLite file (WAL), writes batches, prunes, and notices a file that is
 /// no longer the one at its path. It decides nothing about when (CommitPolicy) and reports every failure as a
-/// StoreError for StepStore to publish. Used only on the store's queue, except `interrupt`.
+/// StoreError for StepStore to publish. Used only on the store's queue, except `interrupt`; reads lease the
+/// pool from `leases`, which closes it only when no read holds it.
 final class StoreWriter {
     let directory: String
     let path: String
+    let leases = DatabaseLeases()
 
-    // Owned by the store's queue; `interruptible` is the same pool for `interrupt()` from any thread.
-    private(set) var database: DatabasePool? {
-        didSet { interruptible.withLockedValue { $0 = database } }
-    }
-    private let interruptible = NIOLockedValueBox<DatabasePool?>(nil)
+    // Owned by the store's queue.
+    private(set) var database: DatabasePool?
     private var identity: StoreFileIdentity?
+    /// The file and its log as the last write left them.
+    private var contents: StoreFileContents?
 
     init(directory: String, path: String) {
         self.directory = directory
         self.path = path
     }
 
-    /// Opens (creating the directory and the file, migrating the schema).
-    func open() throws(StoreError) {
+    /// Opens (creating the directory and the file, migrating the schema). A pool given up before is closed
+    /// first, waiting at most `waitingForReads` for the reads that still hold it.
+    func open(waitingForReads: TimeInterval = 0) throws(StoreError) {
+        do {
+            guard try leases.retire(waitingUpTo: waitingForReads) else {
+                throw StoreError.cannotOpen(path: path, reason: "reads of the file given up are still finishing")
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw .cannotOpen(path: path, reason: "the file given up could not be closed: \(StepStore.reason(error))")
+        }
         if let damage = WriteAheadLog.damage(at: path + "-wal") {
             throw .damagedLog(path: path + "-wal", reason: damage)
         }
@@ -59,6 +69,8 @@ final class StoreWriter {
             }
             database = db
             identity = opened
+            contents = StoreFileContents.of(path: path)
+            leases.install(db)
         } catch let error as StoreError {
             throw error
         } catch {
@@ -66,30 +78,37 @@ final class StoreWriter {
         }
     }
 
-    /// Gives up a database whose file is no longer the one at the path, and says why; nil while it is.
+    /// Why the open database's file is no longer the one the store wrote (another file at the path, or the
+    /// same one changed by another program); nil while it is. The caller gives it up (`drop`).
     func checkFile() -> StoreFileProblem? {
         guard database != nil, let identity else { return nil }
         switch StoreFileIdentity.of(path: path) {
-        case .success(let now) where now == identity: return nil
-        case .success: drop(); return .replaced
-        case .failure(let why): drop(); return why
+        case .success(let now) where now == identity:
+            return contents?.change(to: StoreFileContents.of(path: path))
+        case .success: return .replaced
+        case .failure(let why): return why
         }
     }
 
-    /// Writes `batch` in one transaction. On failure the database is given up (a connection that met a
-    /// read-only file or a full disk may keep failing after the cause is gone) and reopened later.
+    /// Writes `batch` in one transaction. On failure the caller gives the database up (`drop`: a connection
+    /// that met a read-only file or a full disk may keep failing after the cause is gone) and reopens it later.
     func write(_ batch: PendingWrites) throws(StoreError) {
-        guard let database else { throw .unavailable(reason: "the history database is not open") }
         do {
-            do {
-                try database.write { db in try Self.write(batch, into: db) }
-            } catch let error as DatabaseError where error.resultCode == .SQLITE_INTERRUPT {
-                // close() interrupts the whole pool to stop the readers; a commit caught in it runs again.
-                try database.write { db in try Self.write(batch, into: db) }
-            }
+            try transaction { db in try Self.write(batch, into: db) }
         } catch {
-            drop()
             throw .cannotWrite(path: path, reason: StepStore.reason(error))
+        }
+    }
+
+    /// One write transaction, after which the file's size and time are the store's own again.
+    func transaction<T>(_ body: (Database) throws -> T) throws -> T {
+        guard let database else { throw StoreError.unavailable(reason: "the history database is not open") }
+        defer { contents = StoreFileContents.of(path: path) }
+        do {
+            return try database.write(body)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_INTERRUPT {
+            // close() interrupts the whole pool to stop the readers; a commit caught in it runs again.
+            return try database.write(body)
         }
     }
 
@@ -115,9 +134,9 @@ final class StoreWriter {
 
     /// Drops history older than `cutoff`; returns the rows removed.
     func prune(olderThan cutoff: Date) throws(StoreError) -> Int {
-        guard let database else { return 0 }
+        guard database != nil else { return 0 }
         do {
-            return try database.write { db -> Int in
+            return try transaction { db -> Int in
                 try db.execute(sql: "DELETE FROM minute_bin WHERE minute < ?", arguments: [PendingWrites.minute(of: cutoff)])
                 var count = db.changesCount
                 try db.execute(sql: "DELETE FROM track_point WHERE time < ?", arguments: [cutoff.timeIntervalSince1970])
@@ -133,20 +152,36 @@ final class StoreWriter {
 
     /// Stops the reads in flight at their next statement or row (SQLite's interrupt); from any thread.
     func interrupt() {
-        interruptible.withLockedValue { $0 }?.interrupt()
+        leases.interrupt()
     }
 
-    /// Closes the file for good (a clean stop).
+    /// Closes the file for good (a clean stop), once the reads in flight (interrupted) have returned.
     func close() throws {
-        defer { database = nil; identity = nil }
-        try database?.close()
-    }
-
-    private func drop() {
-        let lost = database
         database = nil
         identity = nil
-        try? lost?.close()
+        contents = nil
+        guard try leases.retire(waitingUpTo: 2) else {
+            throw StoreError.unavailable(reason: "reads still hold the database; left open")
+        }
+    }
+
+    /// Gives the database up: no new read gets it, those in flight stop, and it is closed once they have
+    /// returned (here, or before the next open).
+    func drop() {
+        database = nil
+        identity = nil
+        contents = nil
+        _ = try? leases.retire(waitingUpTo: 1)
+    }
+
+    /// Moves a file changed by another program (and its log and index, if any) to `aside`, so that a fresh
+    /// database is made at the path and the stranger's contents are kept for a person to look at.
+    func setAside(as aside: String) throws {
+        for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
+            guard rename(path + suffix, aside + suffix) == 0 else {
+                throw StoreError.cannotWrite(path: path, reason: "cannot move it to \(aside): \(String(cString: strerror(errno)))")
+            }
+        }
     }
 
     /// `SELECT *` and columns by name: a file opened read-only is not migrated, and one written before v3 has

@@ -5,6 +5,9 @@
 const $ = (id) => document.getElementById(id);
 const STATUS_EVERY_MS = 2000;
 const DAYS = 30;
+// `?static`: one snapshot, no event stream and no polling, for a screenshot (docs/web.md): an open event
+// stream keeps headless Chromium's --virtual-time-budget from ever running out.
+const SNAPSHOT = new URLSearchParams(location.search).has("static");
 
 async function api(path, options) {
   const response = await fetch(path, options);
@@ -34,11 +37,16 @@ function throttled(task, ms) {
 // STEPS or PEDOMETER (which brings the new day at midnight).
 let stepsBeforeToday = 0;
 
+function showCount(count) {
+  $("steps").textContent = count.toLocaleString();
+  $("steps").classList.remove("placeholder");
+}
+
 function showSteps(steps) {
   const today = steps.today || { steps: steps.steps, distance_m: steps.distance_m, since: steps.since,
                                  floors_ascended: steps.floors_ascended, floors_descended: steps.floors_descended };
   stepsBeforeToday = steps.steps - today.steps;
-  $("steps").textContent = today.steps.toLocaleString();
+  showCount(today.steps);
   $("today-since").textContent = steps.today
     ? `today, since ${new Date(today.since).toLocaleString([], { dateStyle: "medium", timeStyle: "short" })}` : "";
   $("distance").textContent = formatDistance(today.distance_m);
@@ -95,19 +103,32 @@ function describeStatus(status) {
   if (!gps || (gps.state === "unavailable" && (gps.error || "").startsWith("GPS disabled"))) fine.push("GPS off");
   else if (gps.state === "unavailable") problems.push("GPS off: gpsd not reachable");
   else if (gps.state === "no_fix") problems.push("GPS: no fix");
-  else if (gps.last_fix_age_s > 10) problems.push(`GPS stale: last fix ${Math.round(gps.last_fix_age_s)} s ago`);
+  // The daemon decides when a fix is stale (GPSState's rule); the page only words it.
+  else if (gps.state === "stale") problems.push(`GPS stale: last fix ${Math.round(gps.last_fix_age_s)} s ago`);
   else fine.push("GPS fix");
   if (status.store && status.store.state === "failed") problems.push(`history store failed: ${status.store.error || ""}`);
   return { problems, fine };
 }
 
+// The daemon down (stopped, restarting, not started yet): the page says it waits for it, and a chart that
+// has nothing to show says so too, instead of empty boxes; what was drawn before stays until it is back.
+function showWaiting(reason) {
+  const line = $("status");
+  line.textContent = reason === "stepd-web not reachable" ? reason : `waiting for stepd${reason ? ` (${reason})` : ""}`;
+  line.classList.add("problem");
+  document.body.classList.add("waiting");
+  // A count never received: said in words, not as a huge dash that looks like a black bar.
+  if ($("steps").textContent === "–") {
+    $("steps").textContent = "waiting for stepd";
+    $("steps").classList.add("placeholder");
+  }
+  for (const id of ["hourly", "daily"]) drawPlaceholder($(id), "waiting for stepd");
+}
+
 function showStatus(status) {
   const line = $("status");
-  if (link.connected === false || !status) {
-    line.textContent = `stepd not reachable${link.error ? `: ${link.error}` : ""}`;
-    line.classList.add("problem");
-    return;
-  }
+  if (link.connected === false || !status) return showWaiting(link.error);
+  document.body.classList.remove("waiting");
   const { problems, fine } = describeStatus(status);
   line.textContent = problems.concat(fine).join(" · ");
   line.classList.toggle("problem", problems.length > 0);
@@ -159,6 +180,10 @@ async function start() {
     refreshSteps(); refreshCharts(); refreshTrack(); refreshVisits(); refreshPosition();
   };
 
+  if (SNAPSHOT) {
+    refreshAll();
+    return pollStatus();
+  }
   const events = new EventSource("/api/events");
   events.addEventListener("link", (event) => {
     const state = JSON.parse(event.data);
@@ -172,7 +197,7 @@ async function start() {
     const message = JSON.parse(event.data);
     switch (message.class) {
       case "STEP":
-        $("steps").textContent = Math.max(0, message.steps - stepsBeforeToday).toLocaleString();
+        showCount(Math.max(0, message.steps - stepsBeforeToday));
         $("reset-steps").textContent = message.steps.toLocaleString();
         refreshSteps(); refreshCharts();
         break;

@@ -37,6 +37,14 @@ function drawBars(svg, slots, labelEvery) {
   });
 }
 
+// A chart with no bars yet (the daemon not reachable since the page opened) gets a line of text instead.
+function drawPlaceholder(svg, text) {
+  if (svg.querySelector("rect")) return;
+  const note = svgElement("text", { class: "placeholder", x: 240, y: 74, "text-anchor": "middle" });
+  note.textContent = text;
+  svg.replaceChildren(note);
+}
+
 // `history` with bin=hour from local midnight: 24 slots (23 or 25 on the days the clocks change are
 // shown as 24; a repeated hour adds to its slot).
 function drawHourly(svg, history) {

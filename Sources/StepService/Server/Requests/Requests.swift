@@ -6,9 +6,10 @@ import StepProtocol
 /// never its state, and work that takes long (reset, history, track, visits) runs on another queue and hops
 /// back to the client's loop with its reply.
 extension ProtocolServer {
-    func handle(_ request: Request, from session: ClientSession, reply: @escaping (Data) -> Void) {
+    func handle(_ request: Request, from session: ClientSession, reply respond: @escaping (Reply) -> Void) {
         loop.assertInEventLoop()
         let loop = session.channel.eventLoop
+        let reply: (Data) -> Void = { respond(.line($0)) }
         do {
             switch request.command {
             case .status: reply(Wire.line(status(request)))
@@ -17,7 +18,7 @@ extension ProtocolServer {
             case .watch: reply(Wire.line(try watch(request, from: session)))
             case .history: try history(request, loop: loop, reply: reply)
             case .position: reply(Wire.line(position(request)))
-            case .track: try track(request, loop: loop, reply: reply)
+            case .track: try track(request, loop: loop, reply: respond)
             case .visits: try visits(request, loop: loop, reply: reply)
             }
         } catch {

@@ -4,34 +4,147 @@ import StepProcessing
 import StepProtocol
 
 /// `{"cmd":"track","format":"geojson"|"gpx"}`: the path kept in memory since start (continued from the store),
-/// or with `from`/`to` the store's saved path in that range. Either way the work happens off the event loop and
-/// the processing queue.
+/// or with `from`/`to` the store's saved path in that range. The store's read happens off the event loop and
+/// the processing queue; the document is made and written a piece at a time as the client reads it
+/// (TrackReply), so a day's 10 MB of GPX is never held whole, whatever the number of clients that ask and do not read.
 extension ProtocolServer {
-    func track(_ request: Request, loop: EventLoop, reply: @escaping (Data) -> Void) throws {
+    func track(_ request: Request, loop: EventLoop, reply: @escaping (Reply) -> Void) throws {
         let id = request.id
         let name = try request.string("format") ?? TrackFormat.geojson.rawValue
         guard let format = TrackFormat(rawValue: name.lowercased()) else {
             throw RequestError.badField(name: "format", expected: TrackFormat.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: " or "))
         }
-        let send: @Sendable (TrackMessage) -> Void = { message in
-            var message = message
-            message.id = id
-            let line = Wire.line(message)
-            loop.execute { reply(line) }
+        let send: @Sendable ([TrackPoint], Double, Bool) -> Void = { points, distanceMeters, own in
+            let document = TrackReply(points: points, distanceMeters: distanceMeters, format: format, id: id,
+                                      holdsOwnData: own, loop: loop)
+            loop.execute { reply(.document(document)) }
         }
-        guard let range = try StoredRange(request) else { return engine.exportTrack(format: format, completion: send) }
+        guard let range = try StoredRange(request) else {
+            return engine.trackPath { points, distanceMeters in send(points, distanceMeters, false) }  // shared
+        }
         let store = try storeForRequest()
         let configuration = engine.configuration.location.track
         store.trackPoints(from: range.from, to: range.to) { result in
             switch result {
             case .success(let stored):
                 let path = StoredPath.track(stored, configuration: configuration)
-                send(Engine.trackMessage(points: path.points, distanceMeters: path.distanceMeters, format: format))
+                send(path.points, path.distanceMeters, true)
             case .failure(let error):
                 let line = Wire.line(ErrorMessage(message: error.description, id: id))
-                loop.execute { reply(line) }
+                loop.execute { reply(.line(line)) }
             }
         }
+    }
+}
+
+/// A TRACK line made as it is written: the message's fields as Wire encodes them, then the document a piece
+/// at a time, escaped as a JSON string, then the rest. Each piece is made on a utility queue while the client
+/// reads the one before, so neither the event loop nor the processing queue spends the seconds a day's GPX
+/// takes, and the daemon holds the path (shared with the engine's copy when it is the path in memory) and a
+/// piece, never the document.
+// @unchecked: `writer` is touched only by the one job making a piece (`making`); everything else only on `loop`.
+final class TrackReply: ReplyPieces, @unchecked Sendable {
+    /// Document text per piece: a few milliseconds of work, few writes for a fast reader.
+    static let pieceBytes = 16 * 1024
+    /// One queue for every document: on a board's two cores, documents being read fast take one at most, and
+    /// the event loop and the processing queue keep the other.
+    private static let queue = DispatchQueue(label: "stepd.track-pieces", qos: .utility)
+    private let loop: EventLoop
+    let holdsOwnData: Bool
+    private var head: Data?
+    private var tail: Data?
+    private var writer: TrackDocumentWriter?
+    /// A piece made and not yet written.
+    private var made: [UInt8]?
+    private var making = false
+    private var finished = false
+    private var whenMade: (() -> Void)?
+
+    init(points: [TrackPoint], distanceMeters: Double, format: TrackFormat, id: JSONValue?, holdsOwnData: Bool,
+         loop: EventLoop) {
+        self.loop = loop
+        self.holdsOwnData = holdsOwnData
+        let documentFormat: TrackDocumentWriter.Format
+        switch format {
+        case .geojson: documentFormat = .geoJSON
+        case .gpx: documentFormat = .gpx(creator: "stepd")
+        }
+        let writer = TrackDocumentWriter(format: documentFormat, points: points, distanceMeters: distanceMeters,
+                                         time: Timestamp.string)
+        // The message with a marker for the document: what comes before the marker is the head, after it the tail.
+        var message = TrackMessage(format: format.rawValue, distance_m: (distanceMeters * 10).rounded() / 10,
+                                   points: points.count, start: points.first.map { Timestamp.string($0.time) },
+                                   end: points.last.map { Timestamp.string($0.time) }, document: "\u{1}document", id: id)
+        let line = Wire.line(message)
+        if let range = line.firstRange(of: Data("\\u0001document".utf8)) {
+            head = line[..<range.lowerBound]
+            tail = line[range.upperBound...]
+            self.writer = writer
+        } else {
+            // Only if the encoder escaped the marker some other way: the line whole rather than a broken one.
+            message.document = writer.whole()
+            head = Wire.line(message)
+            finished = true
+        }
+    }
+
+    func next(allocator: ByteBufferAllocator, ready: @escaping () -> Void) -> ReplyPiece {
+        loop.assertInEventLoop()
+        if let head {
+            self.head = nil
+            startMaking()
+            return .piece(allocator.buffer(bytes: head))
+        }
+        if let made {
+            self.made = nil
+            startMaking()
+            return .piece(allocator.buffer(bytes: made))
+        }
+        if !finished {
+            whenMade = ready
+            startMaking()
+            return .later
+        }
+        if let tail {
+            self.tail = nil
+            return .piece(allocator.buffer(bytes: tail))
+        }
+        return .end
+    }
+
+    /// Makes the next piece on the utility queue, unless one is made or being made.
+    private func startMaking() {
+        guard !making, !finished, made == nil else { return }
+        making = true
+        Self.queue.async { [self] in
+            let piece = writer?.next(minimumBytes: Self.pieceBytes).map(Self.escaped)
+            loop.execute { [self] in
+                making = false
+                if let piece { made = piece } else { (finished, writer) = (true, nil) }
+                let ready = whenMade
+                whenMade = nil
+                ready?()
+            }
+        }
+    }
+
+    /// The text as the inside of a JSON string, escaped as Wire's JSONEncoder escapes it (slashes left as they are).
+    static func escaped(_ text: String) -> [UInt8] {
+        let hex = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(text.utf8.count + text.utf8.count / 8)
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
+            case UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
+            case UInt8(ascii: "\n"): out += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+            case UInt8(ascii: "\r"): out += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+            case UInt8(ascii: "\t"): out += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+            case 0..<0x20: out += [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+            default: out.append(byte)
+            }
+        }
+        return out
     }
 }
 

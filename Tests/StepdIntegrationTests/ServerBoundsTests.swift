@@ -1,0 +1,191 @@
+import Foundation
+import XCTest
+
+/// What the socket server owes every client whatever the others do (issue 25): a reply bounded in memory for a
+/// client that does not read, an ERROR with its id for every request, every reply for a client that pipelines
+/// while it reads, and service during a connection flood.
+final class ServerBoundsTests: XCTestCase {
+    private var isRelease: Bool { Binaries.productsDirectory.path.contains("release") }
+
+    /// 30 connections ask for a day's track as GPX (86,400 points, 12 MB) and never read a byte: the document
+    /// is made and goes out a piece at a time as a client reads, so the daemon holds its 64 KiB of unsent output
+    /// and a piece for each (before: each got its whole 12 MB line, 96 such clients took 1.23 GB). A reading
+    /// client still gets the whole document, and status meanwhile.
+    func testThirtyNeverReadingExportsOfADaysTrackStayUnder80MB() throws {
+        let directory = try TemporaryDirectory()
+        let state = directory.file("state")
+        try PreparedHistory.create(state: state, directory: directory)
+        try PreparedHistory.fill(state: state, """
+            rows = ((now - 86400 + i, 48.1 + (i % 600) * 1e-5, 11.5 + i * 1e-5, 520.0, 4.0, "3d", 9) for i in range(86400))
+            db.executemany("INSERT INTO track_point VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+            """)
+        let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--loop", "--no-gps", "--state-dir", state],
+                                directory: directory)
+        let pid = daemon.process.processIdentifier
+        let observer = try daemon.connect()
+        _ = try observer.request(["cmd": "status"])
+        let baseline = ProcStatus.residentBytes(of: pid)
+
+        var silent: [Int32] = []
+        defer { silent.forEach { Glibc.close($0) } }
+        for i in 0..<30 {
+            let fd = try Self.connectNeverReading(daemon.socketPath)
+            silent.append(fd)
+            let request = Array("{\"cmd\":\"track\",\"format\":\"gpx\",\"id\":\(i)}\n".utf8)
+            XCTAssertEqual(send(fd, request, request.count, Int32(MSG_NOSIGNAL)), request.count)
+        }
+        var peak = baseline, slowest = 0.0
+        let until = Date().addingTimeInterval(5)
+        var asked = 0
+        while Date() < until {
+            let started = Date()
+            XCTAssertEqual(try observer.request(["cmd": "status", "id": asked])["id"] as? Int, asked)
+            slowest = max(slowest, Date().timeIntervalSince(started))
+            asked += 1
+            peak = max(peak, ProcStatus.residentBytes(of: pid))
+            usleep(50_000)
+        }
+        // A client that reads gets the whole day, meanwhile and after.
+        let track = try Self.reply(to: #"{"cmd":"track","format":"gpx","id":"whole"}"#, at: daemon.socketPath)
+        peak = max(peak, ProcStatus.residentBytes(of: pid))
+        print("30 never-reading GPX exports of 86,400 points: RSS \(baseline >> 20) MB before, peak \(peak >> 20) MB; "
+              + "\(asked) status answers, slowest \(Int(slowest * 1000)) ms")
+        XCTAssertEqual(track["id"] as? String, "whole")
+        XCTAssertEqual(track["points"] as? Int, 86_400)
+        let document = track["document"] as? String ?? ""
+        XCTAssertGreaterThan(document.utf8.count, 10_000_000)
+        XCTAssert(document.hasPrefix("<?xml") && document.hasSuffix("</gpx>\n"), String(document.suffix(100)))
+        XCTAssertEqual(document.components(separatedBy: "<trkpt ").count - 1, 86_400)
+        XCTAssertLessThan(peak - baseline, 40 << 20, "RSS rose from \(baseline >> 20) MB to \(peak >> 20) MB")
+        if isRelease { XCTAssertLessThan(peak, 80 << 20) }
+        XCTAssertLessThan(slowest, isRelease ? 0.1 : 1)
+        // The path in memory is shared: a silent client costs its unsent output only, and keeps its connection.
+        let status = try observer.request(["cmd": "status"])
+        XCTAssertEqual(status["clients"] as? Int, 31, "the 30 and this observer: \(status)")
+        XCTAssertEqual(status["closed_clients"] as? Int, 0, "\(status)")
+    }
+
+    /// docs/protocol.md: a client may pipeline as many requests as it likes provided it reads the replies.
+    /// 200 `status` in one write from a client that then reads them: every reply, in order (before: closed
+    /// once 128 KiB of replies were unread, the rest lost to ECONNRESET).
+    func testTwoHundredPipelinedStatusRequestsInOneWriteAreAllAnsweredToAReader() throws {
+        let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--loop"])
+        let fd = try Self.connectNeverReading(daemon.socketPath)
+        defer { Glibc.close(fd) }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let requests = Array((0..<200).map { "{\"cmd\":\"status\",\"id\":\($0)}\n" }.joined().utf8)
+        XCTAssertEqual(send(fd, requests, requests.count, Int32(MSG_NOSIGNAL)), requests.count)
+        usleep(300_000)  // a client that writes its batch, then reads (183 KB of replies: more than the buffers hold)
+        var pending = Data(), ids: [Int] = [], failure: String?
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while ids.count < 200 {
+            let n = recv(fd, &chunk, chunk.count, 0)
+            guard n > 0 else {
+                failure = n == 0 ? "closed by the daemon" : String(cString: strerror(errno))
+                break
+            }
+            pending.append(contentsOf: chunk[0..<n])
+            while let newline = pending.firstIndex(of: 0x0A) {
+                let line = pending[pending.startIndex..<newline]
+                pending = Data(pending[(newline + 1)...])
+                let reply = try JSONSerialization.jsonObject(with: line) as? [String: Any] ?? [:]
+                if let id = reply["id"] as? Int { ids.append(id) }  // VERSION and events carry no id
+                XCTAssertNotEqual(reply["class"] as? String, "ERROR", "\(reply)")
+            }
+        }
+        XCTAssertNil(failure, "after \(ids.count) replies")
+        XCTAssertEqual(ids, Array(0..<200))
+        XCTAssertEqual(try daemon.connect().request(["cmd": "status"])["closed_clients"] as? Int, 0)
+    }
+
+    /// A request line over 4096 bytes gets its ERROR with its id, wherever the id stands in it (before: no id,
+    /// and stepd-web's request hung until the daemon's slots were gone).
+    func testAnOverlongRequestsErrorCarriesItsID() throws {
+        let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording])
+        let client = try daemon.connect()
+        let from = String(repeating: "2", count: 4090)
+        try client.sendLine("{\"cmd\":\"history\",\"from\":\"\(from)\",\"id\":4242}")
+        let reply = try client.readObject()
+        XCTAssertEqual(reply["class"] as? String, "ERROR")
+        XCTAssertEqual(reply["id"] as? Int, 4242, "\(reply)")
+        XCTAssert((reply["message"] as? String ?? "").contains("longer than 4096"), "\(reply)")
+        try client.sendLine("{\"cmd\":\"steps\",\"id\":\"broken\",")
+        let broken = try client.readObject()
+        XCTAssertEqual(broken["id"] as? String, "broken", "\(broken)")
+        XCTAssertEqual(try client.request(["cmd": "status"])["class"] as? String, "STATUS")
+    }
+
+    /// Two users open and close 2,000 connections each as fast as they can: a new client is still greeted and
+    /// answered, and the flood leaves no connection behind. (The time it takes is scripts/bench-load --flood's.)
+    func testANewClientIsServedDuringAConnectionFloodByTwoUsers() throws {
+        try Unprivileged.requireTools()
+        let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--loop"])
+        Unprivileged.openSocket(daemon)
+        let flooders = try [Unprivileged.nobody, 65533].map { try Unprivileged.Running(["flood", daemon.socketPath, "2000"], uid: $0) }
+        var served = 0
+        while flooders.contains(where: { $0.process.isRunning }) {
+            let client = try SocketClient(path: daemon.socketPath, receiveTimeout: 10)
+            XCTAssertEqual(client.version["class"] as? String, "VERSION")
+            XCTAssertEqual(try client.request(["cmd": "status", "id": served])["id"] as? Int, served)
+            client.close()
+            served += 1
+        }
+        for flooder in flooders {
+            let summary = try flooder.readObject()
+            XCTAssertEqual(summary["connections"] as? Int, 2000, "\(summary)")
+        }
+        XCTAssertGreaterThan(served, 0)
+        try daemon.waitUntil(timeout: 10, "the flood's connections to be gone") { ($0["clients"] as? Int ?? 99) == 1 }
+    }
+
+    // MARK: Helpers
+
+    /// The first reply line with an id to one request on a new connection, read in chunks (SocketClient looks
+    /// for the newline from the start of what it holds each time: slow for a 12 MB line).
+    static func reply(to request: String, at path: String) throws -> [String: Any] {
+        let fd = try connectNeverReading(path)
+        defer { Glibc.close(fd) }
+        var size: Int32 = 1 << 20
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        var timeout = timeval(tv_sec: 60, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let bytes = Array((request + "\n").utf8)
+        guard send(fd, bytes, bytes.count, Int32(MSG_NOSIGNAL)) == bytes.count else { throw NSError(domain: "send", code: Int(errno)) }
+        var line = Data()
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = recv(fd, &chunk, chunk.count, 0)
+            guard n > 0 else { throw NSError(domain: "recv", code: Int(errno)) }
+            var start = 0
+            while let newline = chunk[start..<n].firstIndex(of: 0x0A) {
+                line.append(contentsOf: chunk[start..<newline])
+                let object = try JSONSerialization.jsonObject(with: line) as? [String: Any] ?? [:]
+                if object["id"] != nil { return object }
+                line.removeAll(keepingCapacity: true)  // VERSION or an event
+                start = newline + 1
+            }
+            line.append(contentsOf: chunk[start..<n])
+        }
+    }
+
+    /// A connection with a small receive buffer that will never be read.
+    static func connectNeverReading(_ path: String) throws -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var size: Int32 = 4096
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: Array(path.utf8.prefix(raw.count - 1)) + [0])
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else {
+            Glibc.close(fd)
+            throw NSError(domain: "connect", code: Int(errno))
+        }
+        return fd
+    }
+}

@@ -147,6 +147,8 @@ public struct StepsMessage: Codable, Sendable, Equatable {
     public var floors_descended: Int?
     /// The sensor's own step counter, when the device has one (IIO `in_steps_input`).
     public var hardware_steps: Int?
+    /// What was walked since local midnight, whatever the reset; absent from an older daemon.
+    public var today: TodayMessage?
     public var id: JSONValue?
 
     public init(steps: Int, since: String, cadence_spm: Double, distance_m: Double, detector: String, start: String,
@@ -170,6 +172,28 @@ public struct StepsMessage: Codable, Sendable, Equatable {
         self.floors_descended = floors_descended
         self.hardware_steps = hardware_steps
         self.id = id
+    }
+}
+
+/// STEPS' and PEDOMETER's `today`: the figures since local midnight in the daemon's time zone (the one STATUS
+/// names), as a phone shows them. They start again from zero at midnight, kept across restarts.
+public struct TodayMessage: Codable, Sendable, Equatable {
+    /// Local midnight, with the zone's offset ("2026-11-26T00:00:00+01:00").
+    public var since: String
+    public var steps: Int
+    public var distance_m: Double
+    /// Present only when a barometer is present, as the counts since the reset.
+    public var floors_ascended: Int?
+    public var floors_descended: Int?
+    /// Minutes of today with 30 steps or more.
+    public var active_min: Int
+    public init(since: String, steps: Int, distance_m: Double, floors_ascended: Int?, floors_descended: Int?, active_min: Int) {
+        self.since = since
+        self.steps = steps
+        self.distance_m = distance_m
+        self.floors_ascended = floors_ascended
+        self.floors_descended = floors_descended
+        self.active_min = active_min
     }
 }
 

@@ -47,7 +47,7 @@ func describe(mqtt: MQTTStatusMessage) -> String {
 }
 
 struct Steps: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "The step count since the last reset, cadence and distance.")
+    static let configuration = CommandConfiguration(abstract: "Today's steps (since local midnight), then the count since the last reset, cadence and distance.")
     @OptionGroup var options: ConnectionOptions
 
     func run() throws {
@@ -58,7 +58,12 @@ struct Steps: ParsableCommand {
 }
 
 func printSteps(_ s: StepsMessage) {
-    emit("\(s.steps) steps since \(s.since) (\(s.activity))")
+    if let today = s.today {
+        var line = "today:       \(today.steps) steps, \(number(today.distance_m)) m, \(today.active_min) active min"
+        if let up = today.floors_ascended { line += ", floors \(up) up, \(today.floors_descended ?? 0) down" }
+        emit(line + " (since \(today.since))")
+    }
+    emit("\(s.today == nil ? "" : "since reset: ")\(s.steps) steps since \(s.since) (\(s.activity))")
     emit("cadence \(number(s.cadence_spm, decimals: 0)) steps/min, distance \(number(s.distance_m)) m "
          + "(stride \(number(s.stride_m, decimals: 2)) m, detector \(s.detector))")
     if let pace = s.average_active_pace_s_per_m { emit(String(format: "average active pace %.2f s/m", pace)) }

@@ -214,10 +214,10 @@ final class FleetTests: XCTestCase {
         XCTAssertEqual(finished.nextDeadline(after: 29_692_799), end.addingTimeInterval(delay))
     }
 
-    func testHomeAssistantDiscoveryMakesFiveSensorsAndATrackerAsOneDevice() throws {
+    func testHomeAssistantDiscoveryMakesSixSensorsAndATrackerAsOneDevice() throws {
         let discovery = HomeAssistantDiscovery(deviceID: "w7", deviceName: "pinephone", topics: FleetTopics(prefix: "stepd/w7"))
         let messages = discovery.messages
-        XCTAssertEqual(messages.map(\.topic), ["steps", "distance", "cadence", "activity", "floors"].map {
+        XCTAssertEqual(messages.map(\.topic), ["steps", "steps_today", "distance", "cadence", "activity", "floors"].map {
             "homeassistant/sensor/stepd_w7/\($0)/config"
         } + ["homeassistant/device_tracker/stepd_w7/position/config"])
         var identifiers = Set<String>()
@@ -227,6 +227,10 @@ final class FleetTests: XCTestCase {
             XCTAssertEqual(config["availability_topic"] as? String, "stepd/w7/status")
         }
         XCTAssertEqual(identifiers, ["stepd_w7"])
+        // Steps today falls to 0 at midnight: total_increasing, which HA's statistics take as a new cycle.
+        let today = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(messages[1].payload.utf8)) as? [String: Any])
+        XCTAssertEqual(today["state_class"] as? String, "total_increasing")
+        XCTAssertEqual(today["value_template"] as? String, "{{ value_json.today.steps if value_json.today is defined else this.state }}")
         let first = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(messages[0].payload.utf8)) as? [String: Any])
         XCTAssertEqual((first["device"] as? [String: Any])?["name"] as? String, "pinephone", "the host name is the device's name")
         let tracker = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(messages.last!.payload.utf8)) as? [String: Any])
@@ -239,7 +243,7 @@ final class FleetTests: XCTestCase {
                                                hasBarometer: false, hasGPS: false)
         let declared = discovery.messages.filter { !$0.payload.isEmpty }.map(\.topic)
         let removed = discovery.messages.filter { $0.payload.isEmpty }.map(\.topic)
-        XCTAssertEqual(declared, ["steps", "distance", "cadence", "activity"].map { "homeassistant/sensor/stepd_w7/\($0)/config" })
+        XCTAssertEqual(declared, ["steps", "steps_today", "distance", "cadence", "activity"].map { "homeassistant/sensor/stepd_w7/\($0)/config" })
         XCTAssertEqual(removed, ["homeassistant/sensor/stepd_w7/floors/config", "homeassistant/device_tracker/stepd_w7/position/config"])
     }
 

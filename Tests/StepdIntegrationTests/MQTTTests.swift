@@ -61,7 +61,7 @@ final class MQTTTests: XCTestCase {
         let retained = try retainedMessages(broker: broker, topics: ["stepd/outage/#", "homeassistant/#"])
         XCTAssertTrue(retained["stepd/outage/steps"]?.contains("\"class\":\"STEPS\"") == true, "\(retained)")
         let discovery = retained.keys.filter { $0.hasPrefix("homeassistant/") }.sorted()
-        XCTAssertEqual(discovery, ["activity", "cadence", "distance", "steps"].map { "homeassistant/sensor/stepd_outage/\($0)/config" },
+        XCTAssertEqual(discovery, ["activity", "cadence", "distance", "steps", "steps_today"].map { "homeassistant/sensor/stepd_outage/\($0)/config" },
                        "\(retained.keys)")
         let stepsConfig = try JSONSerialization.jsonObject(with: Data((retained["homeassistant/sensor/stepd_outage/steps/config"] ?? "{}").utf8)) as? [String: Any]
         XCTAssertEqual(stepsConfig?["state_topic"] as? String, "stepd/outage/steps")

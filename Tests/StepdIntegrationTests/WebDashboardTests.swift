@@ -229,6 +229,11 @@ final class WebDashboardTests: XCTestCase {
         let right = try await f.page.web.post("/api/reset", token: "s3cret-token")
         XCTAssertEqual(right.status, 200, right.body)
         XCTAssertTrue(right.body.contains("\"class\":\"STEPS\""), right.body)
+        // The page shows today first, which a reset leaves alone (the daemon started today: all its steps are
+        // today's), and below it the count since the reset, started again.
+        let number = { (id: String) in "Number(document.getElementById('\(id)').textContent.replace(/\\D/g, ''))" }
+        try waitOnPage("\(number("reset-steps")) < \(before) && \(number("steps")) >= \(before)", timeout: 10,
+                       "today's count kept above \(before) and the count since the reset below it")
     }
 
     func testWithoutTokenFileResetIsReadOnly() async throws {

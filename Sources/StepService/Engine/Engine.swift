@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import NIOConcurrencyHelpers
 import StepProcessing
+import StepProtocol
 
 /// The processing engine. It owns the pipeline and the count on one serial dispatch queue: sources hand
 /// samples over from their own threads, and everything that changes state runs on `queue`. Readers (the
@@ -51,6 +52,13 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
     private var stallTimer: DispatchSourceTimer?
     private var stallTimerArmed = false
     private var lastStepWall: Date?
+    /// Today's figures (since local midnight in the daemon's zone), and the timer that starts the next day at
+    /// midnight when no batch comes to do it (a source stopped, or none).
+    private var day: DayCounter
+    /// `daemonCalendar` read once: building a Calendar costs more than a batch should pay, and the process's
+    /// zone does not change while it runs (Foundation reads TZ and /etc/localtime once).
+    private let dayCalendar: Calendar
+    private var midnightTimer: DispatchSourceTimer?
 
     private let latestHardwareSteps = NIOLockedValueBox<Int?>(nil)
     /// Barometer readings waiting for the next batch of samples, which counts them (they wait for the
@@ -90,13 +98,25 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
         floors = StepAlignedFloors(holdBackSeconds: stepHoldBackSeconds)
         stride = StrideModel(heightMeters: configuration.heightMeters)
         motion = MotionEstimator(sampleRateHz: configuration.rateHz)
+        dayCalendar = Self.daemonCalendar
+        day = DayCounter(now: Date(), calendar: dayCalendar)
         var snapshot = EngineSnapshot()
+        snapshot.today = day.today
         snapshot.detector = pipeline.detector.name
         snapshot.rateOutHz = configuration.rateHz
         snapshot.strideMeters = stride.strideMeters
         published = NIOLockedValueBox(snapshot)
         locationTracker = LocationTracker(configuration: configuration.location)
         publishedLocation.withLockedValue { $0 = locationTracker.snapshot }
+        queue.async { [self] in scheduleMidnight() }
+    }
+
+    /// The calendar the daemon's days follow: its time zone ($TZ, else /etc/localtime), as STATUS names it and
+    /// `history` bins days by.
+    public static var daemonCalendar: Calendar {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone.current
+        return calendar
     }
 
     /// Ends a walk that samples can no longer end, and tells the watchers. The cadence ends with it: no
@@ -168,6 +188,7 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
             // No more samples will bring steps for the pressure readings held, nor tell the walk has stopped
             // (a replay that ended, a device gone).
             let change = state != .running ? floors.countHeld() : nil
+            if let change { countToday(change, wall: wall(ofSampleTime: change.time)) }
             let s = publish()
             if let change { announce(change, wall: wall(ofSampleTime: change.time), snapshot: s) }
             if state != .running { endWalk(pauseDetectedAt: lastSampleWall) }
@@ -215,8 +236,10 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
             let newestSample = pressureInbox.withLockedValue { $0.newestSampleTime }
             let stalled = source.state != .running || newest.time - newestSample > stepHoldBackSeconds
             let change = stalled ? floors.countHeld() : nil
+            let changeWall = change.map { Date().addingTimeInterval($0.time - newest.time) }
+            if let change, let changeWall { countToday(change, wall: changeWall) }
             let s = publish()
-            if let change { announce(change, wall: Date().addingTimeInterval(change.time - newest.time), snapshot: s) }
+            if let change, let changeWall { announce(change, wall: changeWall, snapshot: s) }
         }
     }
 
@@ -231,6 +254,37 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
         for reading in readings { floors.add(reading) }
         if let newest = readings.last { barometer.lastKilopascal = newest.kilopascal }
         return readings.last
+    }
+
+    /// Floors counted, into today's figures when they fall today.
+    private func countToday(_ change: FloorChange, wall: Date) {
+        day.floors(ascended: change.added.ascended, descended: change.added.descended, at: wall)
+    }
+
+    /// At local midnight today's figures start from zero, and PEDOMETER watchers (and MQTT) are told so even
+    /// when no step comes (a batch that finds the new day first does the same). The deadline is on the monotonic
+    /// clock, which costs the dispatch manager no wake-ups on the way; a clock set meanwhile is caught by the
+    /// next batch, or by the timer firing early and going again for the time left.
+    private func scheduleMidnight() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let timer = midnightTimer ?? {
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            timer.setEventHandler { [weak self] in self?.midnightPassed() }
+            timer.activate()
+            midnightTimer = timer
+            return timer
+        }()
+        let wait = max(0, day.today.end.timeIntervalSinceNow) + 0.01
+        timer.schedule(deadline: .now() + wait, leeway: .milliseconds(100))
+    }
+
+    private func midnightPassed() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        defer { scheduleMidnight() }
+        guard day.advance(to: Date(), calendar: dayCalendar) else { return }
+        logger.debug("a new day: today's figures start from zero at \(Timestamp.string(day.today.start))")
+        let s = publish()
+        for handler in eventHandlers.withLockedValue({ $0 }) { handler(.pedometer(s)) }
     }
 
     /// Floors counted: news for the history and for PEDOMETER watchers even when no step follows them.
@@ -313,6 +367,16 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
         }
     }
 
+    /// Rebuilds today's figures from what an earlier run saved of today (the store's minute bins since local
+    /// midnight); called at start, before the source starts.
+    public func restoreToday(_ minutes: [DayCounter.SavedMinute], floorsDescended: Int?) {
+        queue.sync {
+            if day.advance(to: Date(), calendar: dayCalendar) { scheduleMidnight() }
+            day.restore(minutes, floorsDescended: floorsDescended)
+            publish()
+        }
+    }
+
     /// Adds a count saved by an earlier run that the store could read only after counting had begun without
     /// it (a store away at start): STEPS goes on from the sum, never from 0 nor from the saved count alone, and
     /// so do the floors. `completion` gets the new count on the processing queue, so it reaches the store in
@@ -368,8 +432,11 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
         lastSampleWall = arrival
         measureRate(count: samples.count, until: last.time)
         if !newSteps.isEmpty { armStallTimer(lastStepAt: arrival) }
+        let newDay = day.advance(to: arrival, calendar: dayCalendar)
+        if newDay { scheduleMidnight() }
         for t in newSteps {
             steps += 1
+            day.step(at: wall(t), distanceMeters: stride.strideMeters)
             floors.step(at: t)
             cadence.record(stepAt: t)
             if activity.step(at: t) == .walking {
@@ -379,6 +446,7 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
         }
         takeWaitingReadings()
         let floorChange = floors.advance(to: last.time)
+        if let floorChange { countToday(floorChange, wall: wall(floorChange.time)) }
         let pause = activity.advance(to: last.time)
         let s = publish()
         if let floorChange {
@@ -386,7 +454,7 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
             lastPedometerPush = last.time
         }
         // The final figures of a walk go out before the word that it has stopped.
-        if pause != nil || (!newSteps.isEmpty && last.time - lastPedometerPush >= 1) {
+        if pause != nil || newDay || (!newSteps.isEmpty && last.time - lastPedometerPush >= 1) {
             lastPedometerPush = last.time
             for handler in handlers { handler(.pedometer(s)) }
         }
@@ -484,6 +552,7 @@ public final class Engine: SampleSink, BarometerSink, @unchecked Sendable {
         // A motion estimate is finite while the samples are; kept that way for JSON whatever comes.
         s.motion = lastMotion.flatMap { $0.gravity.magnitude.isFinite ? $0 : nil }
         s.hardwareSteps = latestHardwareSteps.withLockedValue { $0 }
+        s.today = day.today
         published.withLockedValue { $0 = s }
         return s
     }

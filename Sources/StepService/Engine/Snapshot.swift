@@ -1,5 +1,6 @@
 import Foundation
 import StepProcessing
+import StepProtocol
 
 /// What the processing queue publishes for the socket server to read without touching pipeline state.
 public struct EngineSnapshot: Sendable {
@@ -36,6 +37,8 @@ public struct EngineSnapshot: Sendable {
     public var motion: MotionEstimate?
     /// The accelerometer's hardware step counter, when it has one.
     public var hardwareSteps: Int?
+    /// Since local midnight in the daemon's zone (DayCounter).
+    public var today = DayTotals(start: Date(), end: Date(), timeZone: .gmt)
 }
 
 /// The barometer as STATUS shows it: what it is, its state (SourceState, as the accelerometer's), its rate.
@@ -66,4 +69,16 @@ public enum EngineEvent: Sendable {
     case pedometer(EngineSnapshot)
     /// One sample of the uniform grid's motion estimate; sent only while someone watches MOTION.
     case motion(MotionEstimate, time: Date, sampleTime: Double)
+}
+
+extension EngineSnapshot {
+    /// STEPS' and PEDOMETER's `today`, rounded as the counts since the reset; floors only while the counts since
+    /// the reset have them (a barometer is present).
+    public var todayMessage: TodayMessage {
+        let floors = floorsAscended != nil
+        return TodayMessage(since: Timestamp.string(today.start, in: today.timeZone), steps: today.steps,
+                            distance_m: (today.distanceMeters * 100).rounded() / 100,
+                            floors_ascended: floors ? today.floorsAscended : nil,
+                            floors_descended: floors ? today.floorsDescended : nil, active_min: today.activeMinutes)
+    }
 }

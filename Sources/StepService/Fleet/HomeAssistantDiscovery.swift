@@ -22,6 +22,8 @@ struct HomeAssistantDiscovery {
     private static let sensors: [(object: String, name: String, field: String, unit: String?, deviceClass: String?,
                                   stateClass: String?, icon: String)] = [
         ("steps", "Steps", "steps", "steps", nil, "total_increasing", "mdi:walk"),
+        // Since local midnight: total_increasing, so the fall to 0 at midnight is a new cycle to HA's statistics.
+        ("steps_today", "Steps today", "today.steps", "steps", nil, "total_increasing", "mdi:walk"),
         ("distance", "Distance", "distance_m", "m", "distance", "total_increasing", "mdi:map-marker-distance"),
         ("cadence", "Cadence", "current_cadence_spm", "steps/min", nil, "measurement", "mdi:metronome"),
         ("activity", "Activity", "activity", nil, nil, nil, "mdi:run"),
@@ -50,8 +52,9 @@ struct HomeAssistantDiscovery {
                 "unique_id": "\(node)_\(sensor.object)",
                 "object_id": "\(node)_\(sensor.object)",
                 "state_topic": topics.steps,
-                // A STEPS without floors (no barometer) leaves the sensor as it was rather than "unknown".
-                "value_template": "{{ value_json.\(sensor.field) if value_json.\(sensor.field) is defined else this.state }}",
+                // A STEPS without floors (no barometer) leaves the sensor as it was rather than "unknown". A nested
+                // field is tested by its object: Jinja fails on a field of an undefined one.
+                "value_template": "{{ value_json.\(sensor.field) if value_json.\(sensor.field.prefix { $0 != "." }) is defined else this.state }}",
                 "availability_topic": topics.status,
                 "payload_available": FleetPayloads.online,
                 "payload_not_available": FleetPayloads.offline,

@@ -13,6 +13,7 @@ enum Replies {
             stride_m: rounded(s.strideMeters, 3), stride_calibrated: s.strideCalibrated, activity: s.activity.rawValue,
             floors_ascended: s.floorsAscended, floors_descended: s.floorsDescended, hardware_steps: hardwareSteps ?? s.hardwareSteps, id: id)
         message.class = name
+        message.today = s.todayMessage
         return message
     }
 

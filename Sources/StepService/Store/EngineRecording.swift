@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import StepProcessing
 import StepProtocol
 
 /// The engine and the store joined: a start continues the count (steps and floors), the path and the visits the store saved,
@@ -21,6 +22,7 @@ public enum EngineRecording {
             let floors = counter.floors.map { ", \($0.ascended) floors up and \($0.descended) down" } ?? ""
             logger.notice("continuing from \(counter.steps) steps\(floors) since \(Timestamp.string(counter.since))")
         }
+        restoreToday(engine: engine, store: store, counter: counter, logger: logger)
         restoreLocation(engine: engine, store: store, logger: logger)
         engine.onLocationRecord { [store] record in store.record(record.storeWrite) }
         engine.onEvent { [store] event in
@@ -38,6 +40,24 @@ public enum EngineRecording {
         }
         engine.onReset { [store] since in store.record(.reset(since: since)) }
         store.startCommitting()
+    }
+
+    /// Today's figures from the minute bins saved since local midnight (the history `history` sums), so that
+    /// a restart, or a start in another zone, shows the day as the history has it. The history keeps the floors
+    /// up only: the floors down come from the counter when its reset was made today, else from this start.
+    private static func restoreToday(engine: Engine, store: StepStore, counter: StepStore.Counter, logger: Logger) {
+        let now = Date()
+        let day = DayCounter.day(holding: now, calendar: Engine.daemonCalendar)
+        guard day.start < now, let bins = try? store.history(from: day.start, to: now, size: .minute) else { return }
+        let minutes = bins.map {
+            DayCounter.SavedMinute(start: $0.start, steps: $0.steps, distanceMeters: $0.distanceMeters, floorsAscended: $0.floors)
+        }
+        let descended = counter.since >= day.start ? counter.floors?.descended : nil
+        engine.restoreToday(minutes, floorsDescended: descended)
+        let today = engine.snapshot.today
+        if today.steps > 0 {
+            logger.info("today so far (since \(Timestamp.string(today.start, in: today.timeZone))): \(today.steps) steps")
+        }
     }
 
     /// The path (its last day at 1 Hz) and the visits saved by earlier runs. A stay that was still going on

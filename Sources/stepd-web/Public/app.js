@@ -32,20 +32,33 @@ function throttled(task, ms) {
 
 // ---- the pedometer ----
 
+// Today's figures first (since local midnight in the daemon's zone), the count since the reset below them.
+// A STEP carries the count since the reset: today's is that less the steps before today, known from the last
+// STEPS or PEDOMETER (which brings the new day at midnight).
+let stepsBeforeToday = 0;
+
 function showCount(count) {
   $("steps").textContent = count.toLocaleString();
   $("steps").classList.remove("placeholder");
 }
 
 function showSteps(steps) {
-  showCount(steps.steps);
-  $("since").textContent = `since ${new Date(steps.since).toLocaleString([], { dateStyle: "medium", timeStyle: "short" })}`;
-  $("distance").textContent = formatDistance(steps.distance_m);
+  const today = steps.today || { steps: steps.steps, distance_m: steps.distance_m, since: steps.since,
+                                 floors_ascended: steps.floors_ascended, floors_descended: steps.floors_descended };
+  stepsBeforeToday = steps.steps - today.steps;
+  showCount(today.steps);
+  $("today-since").textContent = steps.today
+    ? `today, since ${new Date(today.since).toLocaleString([], { dateStyle: "medium", timeStyle: "short" })}` : "";
+  $("distance").textContent = formatDistance(today.distance_m);
+  $("active").textContent = today.active_min === undefined ? "–" : `${today.active_min} min`;
   $("cadence").textContent = `${Math.round(steps.current_cadence_spm ?? steps.cadence_spm)} /min`;
   $("activity").textContent = steps.activity || "–";
-  const floors = steps.floors_ascended !== undefined && steps.floors_ascended !== null;
+  const floors = today.floors_ascended !== undefined && today.floors_ascended !== null;
   $("floors-row").hidden = !floors;
-  if (floors) $("floors").textContent = `↑${steps.floors_ascended} ↓${steps.floors_descended}`;
+  if (floors) $("floors").textContent = `↑${today.floors_ascended} ↓${today.floors_descended}`;
+  $("reset-steps").textContent = steps.steps.toLocaleString();
+  $("since").textContent = `since the reset, ${new Date(steps.since).toLocaleString([], { dateStyle: "medium", timeStyle: "short" })}`;
+  $("reset-distance").textContent = formatDistance(steps.distance_m);
 }
 
 function setUpReset(settings) {
@@ -184,7 +197,8 @@ async function start() {
     const message = JSON.parse(event.data);
     switch (message.class) {
       case "STEP":
-        showCount(message.steps);
+        showCount(Math.max(0, message.steps - stepsBeforeToday));
+        $("reset-steps").textContent = message.steps.toLocaleString();
         refreshSteps(); refreshCharts();
         break;
       case "PEDOMETER": showSteps(message); break;

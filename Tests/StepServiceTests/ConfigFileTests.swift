@@ -143,7 +143,7 @@ final class ConfigFileTests: XCTestCase {
     }
 
     /// The example, uncommented, is itself a valid file with every key; and every `key = value` a page of
-    /// docs/ shows inline (gps.md's `gpsd = 10.0.0.5:2947`) is one stepd.conf accepts.
+    /// docs/ shows inline (gps.md's `gpsd = gpsbox.local:2947`) is one stepd.conf accepts.
     func testExamplesInTheDocsAreValidFiles() throws {
         let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("docs")

@@ -37,10 +37,10 @@ final class MQTTIdentityTests: XCTestCase {
             }
         }
         let node = "stepd_\(id)"
-        let everything = ["steps", "distance", "cadence", "activity", "floors"].map { "homeassistant/sensor/\(node)/\($0)/config" }
+        let everything = ["steps", "steps_today", "distance", "cadence", "activity", "floors"].map { "homeassistant/sensor/\(node)/\($0)/config" }
             + ["homeassistant/device_tracker/\(node)/position/config"]
         var retained: [String: String] = [:]
-        try pollUntil("all six discovery configs", timeout: 10) {
+        try pollUntil("all seven discovery configs", timeout: 10) {
             retained = try retainedMessages(broker: broker, topics: ["homeassistant/#", "\(prefix)/#"])
             return Set(retained.keys).isSuperset(of: everything)
         }

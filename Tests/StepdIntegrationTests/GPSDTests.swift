@@ -127,8 +127,9 @@ final class GPSDTests: XCTestCase {
     func testConnectedWithoutAFixSaysNoFixWithoutAConnectionError() throws {
         let directory = try TemporaryDirectory()
         let port = GPSDFake.freePort()
-        // gpsd up, the receiver silent: nothing sent until told.
-        let fake = try GPSDFake(log: try Binaries.sharedData("gps/quectel-l76k-nmea.log").path, port: port, stepped: true, directory: directory)
+        // gpsd up, the receiver silent: nothing sent until told. (A generated log, so that a clean clone runs this.)
+        let (log, _) = try NMEAWalk.generate(["walk:200"], into: directory, name: "silent")
+        let fake = try GPSDFake(log: log, port: port, stepped: true, directory: directory)
         defer { fake.stop() }
         let daemon = try startDaemon(port: port, directory: directory)
         try daemon.waitUntil(timeout: 20, "gpsd connected") { (self.gps($0)["connections"] as? Int ?? 0) >= 1 }
@@ -144,12 +145,13 @@ final class GPSDTests: XCTestCase {
     func testAReceiverThatGoesQuietTurnsStaleAfterTenSecondsWhileGpsdStaysConnected() throws {
         let directory = try TemporaryDirectory()
         let port = GPSDFake.freePort()
-        let fake = try GPSDFake(log: try Binaries.sharedData("gps/quectel-l76k-nmea.log").path, port: port, stepped: true, directory: directory)
+        let (log, _) = try NMEAWalk.generate(["walk:200"], into: directory, name: "quiet")
+        let fake = try GPSDFake(log: log, port: port, stepped: true, directory: directory)
         defer { fake.stop() }
         let daemon = try startDaemon(port: port, directory: directory)
         try daemon.waitUntil(timeout: 20, "gpsd connected") { (self.gps($0)["connections"] as? Int ?? 0) >= 1 }
-        // About ten epochs of the log (24 sentences each), then silence.
-        fake.send(sentences: 240)
+        // Ten epochs of the log (GGA, GSA, RMC each), then silence.
+        fake.send(sentences: 30)
         try daemon.waitUntil(timeout: 20, "a fix") { self.gps($0)["state"] as? String == "fix" }
         let fixed = Date()
         try daemon.waitUntil(timeout: 30, "stale") { self.gps($0)["state"] as? String == "stale" }

@@ -37,8 +37,9 @@ final class WebStatusLineTests: XCTestCase {
     func testAQuietReceiverIsStaleOnThePageWhenStatusSaysSo() throws {
         let directory = try TemporaryDirectory()
         let port = GPSDFake.freePort()
-        // gpsd stays up; the receiver sends ten epochs of the Quectel log, then nothing.
-        let fake = try GPSDFake(log: try Binaries.sharedData("gps/quectel-l76k-nmea.log").path, port: port, stepped: true, directory: directory)
+        // gpsd stays up; the receiver sends ten epochs of a generated walk (GGA, GSA, RMC each), then nothing.
+        let (log, _) = try NMEAWalk.generate(["walk:200"], into: directory, name: "quiet")
+        let fake = try GPSDFake(log: log, port: port, stepped: true, directory: directory)
         defer { fake.stop() }
         let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--loop", "--gpsd", "127.0.0.1:\(port)",
                                             "--gps-retry-s", "0.2"], directory: directory)
@@ -46,7 +47,7 @@ final class WebStatusLineTests: XCTestCase {
         try daemon.waitUntil(timeout: 20, "gpsd connected") { (($0["gps"] as? [String: Any])?["connections"] as? Int ?? 0) >= 1 }
         let page = try DashboardPage(socket: daemon.socketPath, directory: directory)
         defer { page.stop() }
-        fake.send(sentences: 240)
+        fake.send(sentences: 30)
         try page.waitUntil("document.getElementById('status').textContent.includes('GPS fix')", "a fix on the page")
         // The page says stale when STATUS does (the daemon's rule), not on a clock of its own.
         try daemon.waitUntil(timeout: 30, "STATUS stale") { ($0["gps"] as? [String: Any])?["state"] as? String == "stale" }

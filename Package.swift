@@ -118,3 +118,9 @@ let package = Package(
                     path: "Tests/StepdIntegrationTests"),
     ]
 )
+
+// Every Swift target is checked for data races as the Swift 6 language mode checks them (issue 26: the move to that
+// mode, these warnings first so that the work can be done target by target).
+for target in package.targets where target.type != .system && !target.name.hasPrefix("C") {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.enableExperimentalFeature("StrictConcurrency")]
+}

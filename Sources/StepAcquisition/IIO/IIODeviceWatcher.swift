@@ -30,7 +30,7 @@ final class IIODeviceWatcher {
     private var wakePipe: [Int32] = [-1, -1]
     private var started = false
 
-    init(logger: Logger, looking: String = "an accelerometer") {
+    init(logger: Logger, looking: String) {
         self.logger = logger
         self.looking = looking
         inotify = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
@@ -173,14 +173,5 @@ final class IIODeviceWatcher {
             return -1
         }
         return fd
-    }
-}
-
-extension SourceThread {
-    /// The pause before a source tries its device again: while the device is missing, until the watcher sees
-    /// one appear (or its fallback period ends); while it is present but failing, `retrySeconds`. True if stopped.
-    func waitBeforeRetry(deviceMissing: Bool, watcher: IIODeviceWatcher?, retrySeconds: Double) -> Bool {
-        if deviceMissing, let watcher { return watcher.wait(seconds: IIODeviceWatcher.fallbackSeconds, stop: self) }
-        return wait(seconds: retrySeconds)
     }
 }

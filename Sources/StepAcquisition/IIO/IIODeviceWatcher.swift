@@ -1,3 +1,4 @@
+import CIIO
 import Foundation
 import Glibc
 import Logging
@@ -41,9 +42,8 @@ final class IIODeviceWatcher {
             }
         }
         uevents = Self.openUeventSocket(logger: logger)
-        if pipe(&wakePipe) == 0 {
-            for fd in wakePipe { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
-        }
+        // Close-on-exec like every descriptor the daemon opens: a helper it ever runs must not hold them.
+        if ciio_wake_pipe(&wakePipe) != 0 { wakePipe = [-1, -1] }
         arm()
         let sysfs = sysfsWatch >= 0 ? "inotify on \(Self.sysfsDevices)" : "\(Self.sysfsDevices) absent for now"
         let dev = inotify >= 0 ? "inotify on \(Self.deviceDirectory)" : "no inotify"

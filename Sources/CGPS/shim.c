@@ -1,6 +1,7 @@
 #include "cgps.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <gps.h>
 #include <math.h>
 #include <stdlib.h>
@@ -44,6 +45,9 @@ cgps_session *cgps_open(const char *host, const char *port, const char **error)
         free(session);
         return NULL;
     }
+    // libgps makes its socket without SOCK_CLOEXEC: set the flag before anything else can run a program.
+    int flags = fcntl(session->data.gps_fd, F_GETFD);
+    if (flags >= 0) (void)fcntl(session->data.gps_fd, F_SETFD, flags | FD_CLOEXEC);
     if (gps_stream(&session->data, WATCH_ENABLE | WATCH_JSON, NULL) < 0) {
         *error = strerror(errno != 0 ? errno : EIO);
         gps_close(&session->data);

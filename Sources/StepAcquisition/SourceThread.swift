@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Synchronization
 
 /// A source's own thread and how it stops, the same for every source (IIO accelerometer and barometer, gpsd,
@@ -63,6 +64,18 @@ public final class SourceThread: Sendable {
             if !wakeUps.wait(until: deadline) { break }
         }
         return !state.withLock { $0.running }
+    }
+
+    /// `stop()` for a source: a thread that did not end within the time-out is a warning naming `what`, and the
+    /// daemon goes on (a read that never returns must not hold SIGTERM back).
+    public func stop(logger: Logger, _ what: String, timeoutSeconds: Double = stopTimeoutSeconds) {
+        if !stop(timeoutSeconds: timeoutSeconds) {
+            logger.warning("\(what): the thread did not stop within \(Self.seconds(timeoutSeconds)) s (a read that does not return); going on without it")
+        }
+    }
+
+    private static func seconds(_ value: Double) -> String {
+        value == value.rounded() ? String(Int(value)) : String(value)
     }
 
     /// Sleeps up to `seconds`; true if stopped.

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Synchronization
 import XCTest
 @testable import StepAcquisition
@@ -67,6 +68,37 @@ final class SourceThreadTests: XCTestCase {
         release.signal()
         XCTAssertTrue(thread.stop(timeoutSeconds: 5), "ended once released")
     }
+
+    func testASourceWhoseThreadDidNotStopSaysSoInTheLog() {
+        let thread = SourceThread(name: "test.wedged-source")
+        let release = DispatchSemaphore(value: 0)
+        thread.start { _ = release.wait(timeout: .now() + 30) }
+        let lines = Lines()
+        let logger = Logger(label: "test") { _ in CapturingHandler(lines: lines) }
+        thread.stop(logger: logger, "iio accelerometer", timeoutSeconds: 0.3)
+        XCTAssertEqual(lines.all, ["warning: iio accelerometer: the thread did not stop within 0.3 s (a read that does not "
+                                   + "return); going on without it"])
+        release.signal()
+        thread.stop(logger: logger, "iio accelerometer", timeoutSeconds: 5)
+        XCTAssertEqual(lines.all.count, 1, "a thread that ends says nothing")
+    }
+}
+
+private final class Lines: Sendable {
+    private let lines = Mutex<[String]>([])
+    func add(_ line: String) { lines.withLock { $0.append(line) } }
+    var all: [String] { lines.withLock { $0 } }
+}
+
+private struct CapturingHandler: LogHandler {
+    let lines: Lines
+    var logLevel: Logger.Level = .trace
+    var metadata: Logger.Metadata = [:]
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+    func log(event: LogEvent) { lines.add("\(event.level): \(event.message)") }
 }
 
 /// A flag set on one thread and read on another.

@@ -32,11 +32,7 @@ public final class GPSDSource: Sendable {
 
     /// Stops reading; returns once the thread has closed its connection, or after SourceThread's time-out with
     /// a warning.
-    public func stop() {
-        if !thread.stop() {
-            logger.warning("gpsd: the reading thread did not stop within \(Int(SourceThread.stopTimeoutSeconds)) s; going on without it")
-        }
-    }
+    public func stop() { thread.stop(logger: logger, "gpsd") }
 
     private var isStopped: Bool { thread.isStopped }
 

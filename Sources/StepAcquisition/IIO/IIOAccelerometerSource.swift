@@ -48,11 +48,7 @@ public final class IIOAccelerometerSource: SampleSource, Sendable {
     }
 
     /// Returns once the reading thread has ended, or after SourceThread's time-out with a warning.
-    public func stop() {
-        if !thread.stop() {
-            logger.warning("iio: the accelerometer's thread did not stop within \(Int(SourceThread.stopTimeoutSeconds)) s (a driver that does not let go); going on without it")
-        }
-    }
+    public func stop() { thread.stop(logger: logger, "iio accelerometer") }
 
     /// Reads the accelerometer found until the source stops (returns) or a fault (throws).
     private func read(_ device: IIODevice, _ found: AccelerometerDescription, sink: SampleSink) throws {

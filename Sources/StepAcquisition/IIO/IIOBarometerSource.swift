@@ -46,11 +46,7 @@ public final class IIOBarometerSource: Sendable {
     }
 
     /// Returns once the reading thread has ended, or after SourceThread's time-out with a warning.
-    public func stop() {
-        if !thread.stop() {
-            logger.warning("barometer: its thread did not stop within \(Int(SourceThread.stopTimeoutSeconds)) s (a driver that does not let go); going on without it")
-        }
-    }
+    public func stop() { thread.stop(logger: logger, "iio barometer") }
 
     /// Reads the device at `rateHz` until it fails or the source stops.
     private func poll(_ device: IIODevice, sink: BarometerSink) throws {

@@ -53,11 +53,7 @@ public final class ReplaySource: SampleSource, Sendable {
     }
 
     /// Returns once the playing thread has ended, or after SourceThread's time-out with a warning.
-    public func stop() {
-        if !thread.stop() {
-            logger.warning("replay \(path): the playing thread did not stop within \(Int(SourceThread.stopTimeoutSeconds)) s; going on without it")
-        }
-    }
+    public func stop() { thread.stop(logger: logger, "replay \(path)") }
 
     /// Sleeps until `deadline` (seconds since the reference date) or a stop; true if it was stopped. The
     /// deadline is capped to what ReplayClock can ask for, so no date is ever out of NSCondition's range.

@@ -93,7 +93,7 @@ final class LongLine: ReplyPieces {
     /// The whole line, as the client should receive it.
     var line: String { parts.joined() }
 
-    func next(allocator: ByteBufferAllocator, ready: @escaping () -> Void) -> ReplyPiece {
+    func next(allocator: ByteBufferAllocator, ready: @escaping @Sendable () -> Void) -> ReplyPiece {
         guard piecesMade < parts.count else { return .end }
         defer { piecesMade += 1 }
         return .piece(allocator.buffer(string: parts[piecesMade]))

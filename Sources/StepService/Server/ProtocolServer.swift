@@ -169,9 +169,9 @@ public final class ProtocolServer: Sendable {
         } catch {
             throw ServerError.cannotBind(path: path, reason: "\(error)")
         }
-        chmod(path, configuration.socketMode)
-        if let name = configuration.socketGroup, let gid = AccessPolicy.groupID(named: name) {
-            chown(path, uid_t.max, gid)  // -1 keeps the owner
+        // The daemon serves even so (root and its own user can still connect), but the log says who cannot.
+        for problem in Self.setPermissions(path: path, mode: configuration.socketMode, group: configuration.socketGroup) {
+            logger.warning("\(problem)")
         }
         logger.info("listening on \(path)")
     }
@@ -242,6 +242,21 @@ public final class ProtocolServer: Sendable {
         }
         if SocketProbe.isListening(path: path) { throw ServerError.socketInUse(path: path) }
         unlink(path)
+    }
+
+    /// Gives the socket its mode and group (`-1` keeps the owner); returns what failed, with errno's words: a
+    /// socket left 0755 or root's group refuses the clients the mode and group were meant to admit.
+    static func setPermissions(path: String, mode: mode_t, group name: String?) -> [String] {
+        var problems: [String] = []
+        if chmod(path, mode) != 0 {
+            problems.append("cannot set the mode of \(path) to \(String(mode, radix: 8)): \(String(cString: strerror(errno)));"
+                            + " clients other than root and the daemon's user may be refused")
+        }
+        if let name, let gid = AccessPolicy.groupID(named: name), chown(path, uid_t.max, gid) != 0 {
+            problems.append("cannot give \(path) to group \(name): \(String(cString: strerror(errno)));"
+                            + " its members may be refused")
+        }
+        return problems
     }
 
     private static func kind(of mode: mode_t) -> String {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import XCTest
 
 /// The socket protocol, spoken to the real daemon through a real Unix socket.
@@ -161,18 +162,19 @@ final class ProtocolTests: XCTestCase {
             rude.close()
         }
         let group = DispatchGroup()
-        final class Failures: @unchecked Sendable {
-            let lock = NSLock()
-            var list: [String] = []
-            func add(_ s: String) { lock.lock(); list.append(s); lock.unlock() }
+        final class Failures: Sendable {
+            private let list = Mutex<[String]>([])
+            func add(_ s: String) { list.withLock { $0.append(s) } }
+            var all: [String] { list.withLock { $0 } }
         }
         let failures = Failures()
+        let socketPath = daemon.socketPath
         for i in 0..<64 {
             group.enter()
             DispatchQueue.global().async {
                 defer { group.leave() }
                 do {
-                    let client = try SocketClient(path: self.daemon.socketPath)
+                    let client = try SocketClient(path: socketPath)
                     for j in 0..<10 {
                         let reply = try client.request(["cmd": j % 2 == 0 ? "steps" : "status", "id": i * 100 + j])
                         if reply["id"] as? Int != i * 100 + j { throw NSError(domain: "id", code: i) }
@@ -183,7 +185,7 @@ final class ProtocolTests: XCTestCase {
             }
         }
         XCTAssertEqual(group.wait(timeout: .now() + 60), .success)
-        XCTAssertEqual(failures.list, [])
+        XCTAssertEqual(failures.all, [])
         XCTAssertEqual(try daemon.connect().request(["cmd": "status"])["class"] as? String, "STATUS")
     }
 

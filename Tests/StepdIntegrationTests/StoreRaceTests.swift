@@ -1,5 +1,6 @@
 import Foundation
 import StepProtocol
+import Synchronization
 import XCTest
 
 /// History reads racing a store that gives its database up (the file deleted under it, a full disk): a read
@@ -8,14 +9,18 @@ import XCTest
 /// deletions, three fills) that the unfixed daemon died by SIGSEGV in every run of either test.
 final class StoreRaceTests: XCTestCase {
     /// Clients asking for ten years of day bins (3,650 range sums a request), over and over until `finish`.
-    final class HistoryReaders: @unchecked Sendable {
-        private let lock = NSLock()
-        private var stopped = false
-        private(set) var histories = 0
-        private(set) var errors: [String] = []
-        /// Anything else: a connection closed, a reply that is neither HISTORY nor ERROR.
-        private(set) var failures: [String] = []
+    final class HistoryReaders: Sendable {
+        private struct Tally {
+            var stopped = false
+            var histories = 0
+            var errors: [String] = []
+            /// Anything else: a connection closed, a reply that is neither HISTORY nor ERROR.
+            var failures: [String] = []
+        }
+        private let tally = Mutex(Tally())
         private let group = DispatchGroup()
+        var histories: Int { tally.withLock { $0.histories } }
+        var failures: [String] { tally.withLock { $0.failures } }
 
         init(socket: String, count: Int = 4) {
             let from = Timestamp.string(Date().addingTimeInterval(-3650 * 86_400))
@@ -24,14 +29,16 @@ final class StoreRaceTests: XCTestCase {
                 DispatchQueue.global().async(group: group) { [self] in
                     do {
                         let client = try SocketClient(path: socket, receiveTimeout: 20)
-                        while !lock.withLock({ stopped }) {
+                        while !tally.withLock({ $0.stopped }) {
                             try client.sendLine(request)
                             let reply = try client.readObject()
-                            lock.withLock {
-                                switch reply["class"] as? String {
-                                case "HISTORY": histories += 1
-                                case "ERROR": errors.append(reply["message"] as? String ?? "\(reply)")
-                                default: failures.append("unexpected reply \(reply)")
+                            let kind = reply["class"] as? String
+                            let text = kind == "ERROR" ? reply["message"] as? String ?? "\(reply)" : "unexpected reply \(reply)"
+                            tally.withLock {
+                                switch kind {
+                                case "HISTORY": $0.histories += 1
+                                case "ERROR": $0.errors.append(text)
+                                default: $0.failures.append(text)
                                 }
                             }
                             // An ERROR comes at once while the store is away: a pause spares the CPU (tests run
@@ -39,24 +46,24 @@ final class StoreRaceTests: XCTestCase {
                             if reply["class"] as? String == "ERROR" { usleep(10_000) }
                         }
                     } catch {
-                        lock.withLock { failures.append("\(error)") }
+                        tally.withLock { $0.failures.append("\(error)") }
                     }
                 }
             }
         }
 
         func finish() {
-            lock.withLock { stopped = true }
+            tally.withLock { $0.stopped = true }
             group.wait()
         }
 
         /// The ERRORs that do not say the store's state (`history is unavailable: the store is failed: ...`).
         var errorsWithoutState: [String] {
-            lock.withLock { errors.filter { !$0.hasPrefix("history is unavailable: the store is ") } }
+            tally.withLock { $0.errors.filter { !$0.hasPrefix("history is unavailable: the store is ") } }
         }
 
         var summary: String {
-            lock.withLock { "\(histories) HISTORY replies, \(errors.count) ERRORs, \(failures.count) failures" }
+            tally.withLock { "\($0.histories) HISTORY replies, \($0.errors.count) ERRORs, \($0.failures.count) failures" }
         }
     }
 
@@ -147,7 +154,7 @@ final class StoreRaceTests: XCTestCase {
                              Binaries.stepd, "--replay", Binaries.bundledRecording, "--speed", "4", "--loop", "--no-gps",
                              "--state-dir", state, "--socket", socket]
         let logPath = directory.file("stepd.log")
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        XCTAssertTrue(FileManager.default.createFile(atPath: logPath, contents: nil))
         // One handle for both, so that the two streams append rather than write over each other.
         let logHandle = FileHandle(forWritingAtPath: logPath)
         process.standardOutput = logHandle

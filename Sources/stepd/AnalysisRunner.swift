@@ -7,7 +7,7 @@ import StepProtocol
 /// not start last), and reports them in the order given, each as soon as it and those before it are done. On
 /// a terminal, a progress line on standard error says the files done, samples a second and the time left.
 ///
-/// `@unchecked Sendable`: every mutable field is read and written under `condition`'s lock.
+// unchecked: every mutable field is read and written under `condition`'s lock (its wait needs an NSCondition).
 final class AnalysisRunner: @unchecked Sendable {
     enum Outcome {
         case success(AnalysisResult)

@@ -37,11 +37,13 @@ final class ServiceRuntime: Sendable {
     private func lockStateDirectory() throws {
         let directory = store.configuration.directory
         do {
-            let taken = try StateDirectoryLock.acquire(directory: directory)
-            if taken == nil {
+            let held = try lock.withLock { lock in
+                lock = try StateDirectoryLock.acquire(directory: directory)
+                return lock != nil
+            }
+            if !held {
                 logger.warning("cannot create \(directory)/\(StateDirectoryLock.fileName): running without the one-daemon lock")
             }
-            lock.withLock { $0 = taken }
         } catch let failure as StateDirectoryLock.Failure {
             if case .held = failure { throw StartFailure(description: "\(failure)", status: .tempFail) }
             throw StartFailure(description: "\(failure)", status: .cantCreate)

@@ -49,10 +49,12 @@ enum ShutdownHandler {
 
     private static func handle(_ number: Int32, _ body: @escaping @Sendable () -> Void) {
         signal(number, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
-        source.setEventHandler(handler: body)
-        source.resume()
-        handling.withLock { $0.sources.append(source) }
+        handling.withLock {
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
+            source.setEventHandler(handler: body)
+            source.resume()
+            $0.sources.append(source)
+        }
     }
 
     /// What a signal stops once the daemon serves; set on the main thread before `dispatchMain`. `state` is

@@ -31,7 +31,7 @@ final class DaemonLogHandlerTests: XCTestCase {
     /// $JOURNAL_STREAM counts only when it names the descriptor's own device and inode (systemd.exec(5)).
     func testTheJournalIsDetectedByTheStreamsDeviceAndInode() throws {
         let path = NSTemporaryDirectory() + "stepd-log-\(UUID().uuidString.prefix(8))"
-        FileManager.default.createFile(atPath: path, contents: nil)
+        XCTAssert(FileManager.default.createFile(atPath: path, contents: nil))
         defer { unlink(path) }
         let descriptor = open(path, O_WRONLY)
         defer { close(descriptor) }

@@ -34,7 +34,8 @@ final class InMemoryDaemon: ClientResponder {
 
     func handle(_ request: Request, from session: ClientSession, reply respond: @escaping (Reply) -> Void) {
         requestsHandled.append(request.command)
-        let loop = session.channel.eventLoop
+        // Handlers run on the channel's loop, which answers later on itself: closures that stay on it need not be Sendable.
+        let loop = session.channel.eventLoop.assumeIsolated()
         let reply: (Data) -> Void = { respond(.line($0)) }
         do {
             switch request.command {

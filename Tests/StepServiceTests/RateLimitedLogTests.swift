@@ -13,9 +13,8 @@ private final class CapturedLines: LogHandler, @unchecked Sendable {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
-    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
-             file: String, function: String, line: UInt) {
-        lines.withLockedValue { $0.append("\(level) \(message)") }
+    func log(event: LogEvent) {
+        lines.withLockedValue { $0.append("\(event.level) \(event.message)") }
     }
 }
 

@@ -37,6 +37,8 @@ struct EngineState {
     var restoredSteps = 0
     /// Position (Location/Engine+Location.swift), published apart from the step snapshot.
     var locationTracker: LocationTracker
+    /// Why the saved track and visits could not be read at start; nil when they were (or none was asked for).
+    var locationRestoreError: String?
 
     init(configuration: Engine.Configuration, calendar: Calendar) {
         pipeline = StepPipeline(detector: configuration.detector.make(sampleRateHz: configuration.rateHz),

@@ -10,7 +10,7 @@ extension Engine: FixSink {
                 let before = s.locationTracker.state
                 let events = s.locationTracker.receive(fix, steps: s.steps)
                 logGPSTransition(from: before, s.locationTracker)
-                publishLocation(s.locationTracker)
+                publishLocation(s)
                 if let stretch = s.locationTracker.takeCompletedStretch() {
                     calibrateStride(gpsDistanceMeters: stretch.meters, steps: stretch.steps)
                 }
@@ -29,7 +29,7 @@ extension Engine: FixSink {
                 let before = s.locationTracker.heardFromSource ? s.locationTracker.state : "starting"
                 s.locationTracker.connectionChanged(state)
                 logGPSTransition(from: before, s.locationTracker)
-                publishLocation(s.locationTracker)
+                publishLocation(s)
             }
         }
     }
@@ -57,7 +57,18 @@ extension Engine: FixSink {
         queue.sync {
             withState { s in
                 s.locationTracker.restore(points: points, visits: visits)
-                publishLocation(s.locationTracker)
+                publishLocation(s)
+            }
+        }
+    }
+
+    /// The saved track and visits could not be read at start: STATUS's `gps.restore_error` says why, for the
+    /// life of the process (the path this run makes is whole, the earlier one is not in memory).
+    public func locationRestoreFailed(_ reason: String) {
+        queue.sync {
+            withState { s in
+                s.locationRestoreError = reason
+                publishLocation(s)
             }
         }
     }
@@ -68,8 +79,9 @@ extension Engine: FixSink {
         queue.sync { withState { $0.locationTracker.recorder = recorder } }
     }
 
-    private func publishLocation(_ tracker: LocationTracker) {
-        let snapshot = tracker.snapshot
+    private func publishLocation(_ s: EngineState) {
+        var snapshot = s.locationTracker.snapshot
+        snapshot.restoreError = s.locationRestoreError
         publishedLocation.withLockedValue { $0 = snapshot }
     }
 

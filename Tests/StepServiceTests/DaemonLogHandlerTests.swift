@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import StepService
 import XCTest
 
@@ -46,13 +47,14 @@ final class DaemonLogHandlerTests: XCTestCase {
     }
 
     func testLevelsBelowTheThresholdAreNotWritten() {
-        final class Lines: @unchecked Sendable { var all: [String] = [] }
-        let lines = Lines()
-        var logger = Logger(label: "t") { DaemonLogHandler(label: $0, level: .notice, style: .journal) { lines.all.append($0) } }
+        let lines = NIOLockedValueBox<[String]>([])
+        var logger = Logger(label: "t") {
+            DaemonLogHandler(label: $0, level: .notice, style: .journal) { line in lines.withLockedValue { $0.append(line) } }
+        }
         logger.info("quiet")
         logger.notice("said")
         logger.logLevel = .debug
         logger.debug("now said")
-        XCTAssertEqual(lines.all, ["<5>t: said\n", "<7>t: now said\n"])
+        XCTAssertEqual(lines.withLockedValue { $0 }, ["<5>t: said\n", "<7>t: now said\n"])
     }
 }

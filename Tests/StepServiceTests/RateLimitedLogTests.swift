@@ -4,8 +4,8 @@ import NIOConcurrencyHelpers
 import StepService
 import XCTest
 
-/// A log handler that keeps what it is given.
-private final class CapturedLines: LogHandler, @unchecked Sendable {
+/// A log handler that keeps what it is given, in a box the test holds too.
+private struct CapturedLines: LogHandler {
     let lines = NIOLockedValueBox<[String]>([])
     var metadata: Logger.Metadata = [:]
     var logLevel: Logger.Level = .trace
@@ -19,7 +19,7 @@ private final class CapturedLines: LogHandler, @unchecked Sendable {
 }
 
 /// A settable clock for the rate limiter.
-private final class FakeClock: @unchecked Sendable {
+private final class FakeClock: Sendable {
     let now = NIOLockedValueBox(100.0)
 }
 

@@ -94,7 +94,9 @@ struct Run: ParsableCommand {
 
         var parts: [Lifecycle.Part] = []
         if let demoState { parts.append(Lifecycle.Part("the demo's state directory", stop: { demoState.remove() })) }
-        parts.append(Lifecycle.Part("store", start: { try runtime.openStore() }, stop: { runtime.closeStore() }))
+        // The last commit is what SIGTERM must not lose: the longest budget of all.
+        parts.append(Lifecycle.Part("store", stopBudgetSeconds: 8, start: { try runtime.openStore() },
+                                    stop: { runtime.closeStore() }))
         // After the store, which restores the count into it; stopped before the store closes, so that every
         // step handed over reaches it.
         parts.append(Lifecycle.Part("engine", start: { engine.attach(source: source.source) }, stop: { engine.drain() }))

@@ -48,8 +48,9 @@ public final class Lifecycle: Sendable {
         public var description: String { "a stop was asked for while starting" }
     }
 
-    /// Well under systemd's TimeoutStopSec (90 s by default) for all the parts together.
-    public static let defaultStopBudgetSeconds = 5.0
+    /// A source's stop waits up to 3 s for its thread (SourceThread); stepd.service's TimeoutStopSec=10 is for
+    /// all the parts together, so the part that must not be cut short (the store) is given more than the rest.
+    public static let defaultStopBudgetSeconds = 4.0
 
     private enum Phase { case idle, starting, running, stopping, stopped }
     private struct State {

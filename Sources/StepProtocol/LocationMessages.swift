@@ -59,8 +59,11 @@ public struct GPSStatus: Codable, Sendable, Equatable {
     public var fixes_rejected: Int
     public var connections: Int
     public var last_fix_age_s: Double?
+    /// Why the track and visits saved by earlier runs could not be read at start (absent when they were).
+    public var restore_error: String?
     public init(state: String, error: String?, gpsd: String, fixes_accepted: Int, fixes_ignored: Int,
-                fixes_rejected: Int = 0, connections: Int, last_fix_age_s: Double?) {
+                fixes_rejected: Int = 0, connections: Int, last_fix_age_s: Double?, restore_error: String? = nil) {
+        self.restore_error = restore_error
         self.state = state
         self.error = error
         self.gpsd = gpsd

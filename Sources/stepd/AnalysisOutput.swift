@@ -37,10 +37,17 @@ final class TextSink {
     private let owned: Bool
     let path: String
 
-    /// Standard output.
-    init() {
-        file = stdout
-        owned = false
+    /// Standard output, through a stream of its own on a duplicate of the descriptor (C's `stdout` is a
+    /// global the compiler cannot prove safe), flushed and closed by `close` as a file's is.
+    init() throws {
+        let descriptor = dup(STDOUT_FILENO)
+        guard descriptor >= 0, let file = fdopen(descriptor, "w") else {
+            let reason = String(cString: strerror(errno))
+            if descriptor >= 0 { Glibc.close(descriptor) }
+            throw AnalysisFailure(description: "cannot write standard output: \(reason)", status: .cantCreate)
+        }
+        self.file = file
+        owned = true
         path = "standard output"
     }
 
@@ -88,7 +95,7 @@ final class AnalysisOutputs {
         self.strideMeters = strideMeters
         self.keepsStepTimes = keepsStepTimes
         for (format, path) in files { sinks[format] = try TextSink(path: path) }
-        if let format = standardOutput, format != .summary { sinks[format] = TextSink() }
+        if let format = standardOutput, format != .summary { sinks[format] = try TextSink() }
         sinks[.minutes]?.line(AnalysisFormat.minutesHeader)
         sinks[.bouts]?.line(AnalysisFormat.boutsHeader)
         // The JSON's step times are written as they come, its other keys at the end: memory does not grow.

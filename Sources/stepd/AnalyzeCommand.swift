@@ -105,7 +105,7 @@ struct Analyze: ParsableCommand {
             case .failure(let failure):
                 FileHandle.standardError.write(Data("stepd: \(failure.description)\n".utf8))
             }
-            fflush(stdout)
+            fflush(nil)
         }
         if files.count > 1 && printed == .summary { print(runner.totalLine) }
         if status != .success { throw ExitCode(status.rawValue) }

@@ -21,7 +21,7 @@ extension Stepd {
                 name = arguments[index - 1]
             }
             let message = "stepd: \(name): expected at most \(limit) bytes, found \(ConfigError.quoted(value))\n"
-            _ = message.withCString { fputs($0, stderr) }
+            FileHandle.standardError.write(Data(message.utf8))
             Foundation.exit(ExitStatus.usage.rawValue)
         }
         if let help = topLevelHelp(arguments) { return print(help) }

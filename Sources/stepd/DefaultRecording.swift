@@ -17,8 +17,4 @@ enum DefaultRecording {
             .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("data").path)
         return directories.map { $0 + "/" + fileName }
     }
-
-    static func locate() -> String? {
-        candidates().first { FileManager.default.isReadableFile(atPath: $0) }
-    }
 }

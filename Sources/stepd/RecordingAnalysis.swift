@@ -9,7 +9,7 @@ import StepProtocol
 ///
 /// `run` is the one place where a recording's pipeline is built (`makePipeline`) and its samples flow
 /// (`feed`); a second input of the same recording (a pressure file beside it) joins here.
-final class RecordingAnalysis {
+final class RecordingAnalysis: Sendable {
     struct Settings: Sendable {
         var detector: StepDetectorKind
         /// The Unix time of the recording's t = 0, from `--start`; nil when unknown.
@@ -20,9 +20,9 @@ final class RecordingAnalysis {
 
     let path: String
     let settings: Settings
-    private let makeOutputs: (AnalysisClock) throws -> AnalysisOutputs
+    private let makeOutputs: @Sendable (AnalysisClock) throws -> AnalysisOutputs
 
-    init(path: String, settings: Settings, makeOutputs: @escaping (AnalysisClock) throws -> AnalysisOutputs) {
+    init(path: String, settings: Settings, makeOutputs: @escaping @Sendable (AnalysisClock) throws -> AnalysisOutputs) {
         self.path = path
         self.settings = settings
         self.makeOutputs = makeOutputs

@@ -6,6 +6,7 @@ import StepAcquisition
 import StepProcessing
 import StepProtocol
 import StepService
+import Synchronization
 
 /// The daemon itself: picks a source, starts the engine and the socket server, runs until SIGTERM/SIGINT.
 struct Run: ParsableCommand {
@@ -76,62 +77,87 @@ struct Run: ParsableCommand {
             throw StartFailure(description: "\(error)", status: .cantCreate)
         }
         if let demoState { service.stateDir = demoState.path }
-        do {
-            try serve(source: source, engine: engine, gpsSource: gpsSource, fleet: fleetConfiguration, demoState: demoState,
-                      logger: logger)
-        } catch {
-            demoState?.remove()
-            throw error
-        }
+        // A part that fails to start has the Lifecycle stop those before it, the demo's directory first of all.
+        try serve(source: source, engine: engine, gpsSource: gpsSource, fleet: fleetConfiguration, demoState: demoState,
+                  logger: logger)
     }
 
+    /// Builds the daemon's parts and has a Lifecycle start them in dependency order (docs/architecture.md,
+    /// "Start and stop"): each needs only those before it, and they stop in reverse on SIGTERM, or when a
+    /// later one fails to start.
     private func serve(source: SourceChoice.Chosen, engine: Engine, gpsSource: GPSDSource?, fleet fleetConfiguration: FleetConfiguration?,
                        demoState: DemoStateDirectory?, logger: Logger) throws {
-        engine.attach(source: source.source)
         let runtime = ServiceRuntime(options: service, engine: engine, logger: logger)
-        runtime.openStore()
-        // Before the source starts, so that no step or visit goes by unpublished.
         let fleet = fleetConfiguration.map { FleetPublisher(configuration: $0, store: runtime.store, engine: engine) }
-        do { try fleet?.start() } catch { throw StartFailure(description: "\(error)", status: .config) }
+        let barometer = Held<IIOBarometerSource>()
+        let iio = self.iio
 
-        let passed: (descriptor: CInt, path: String?)?
-        do { passed = try runtime.passedSocket() } catch {
-            throw StartFailure(description: "the socket systemd passed cannot be served: \(error)", status: .cantCreate)
+        var parts: [Lifecycle.Part] = []
+        if let demoState { parts.append(Lifecycle.Part("the demo's state directory", stop: { demoState.remove() })) }
+        // The last commit is what SIGTERM must not lose: the longest budget of all.
+        parts.append(Lifecycle.Part("store", stopBudgetSeconds: 8, start: { try runtime.openStore() },
+                                    stop: { runtime.closeStore() }))
+        // After the store, which restores the count into it; stopped before the store closes, so that every
+        // step handed over reaches it.
+        parts.append(Lifecycle.Part("engine", start: { engine.attach(source: source.source) }, stop: { engine.drain() }))
+        // Before the sources start, so that no step or visit goes by unpublished.
+        if let fleet {
+            parts.append(Lifecycle.Part("MQTT", start: {
+                do { try fleet.start() } catch { throw StartFailure(description: "\(error)", status: .config) }
+            }, stop: { fleet.stop() }))
         }
-        let socketPath = try passed.map { $0.path ?? "(passed by systemd)" } ?? socket ?? DaemonSocket.choose(logger: logger)
-        var serverConfiguration = ProtocolServer.Configuration(socketPath: socketPath)
-        serverConfiguration.maximumClients = maxClients
-        serverConfiguration.maximumClientsPerUser = maxClientsPerUser
-        serverConfiguration.reservedClients = reservedClients
-        serverConfiguration.maximumRequestsInFlight = maxRequestsInFlight
-        serverConfiguration.adminGroup = adminGroup
-        serverConfiguration.maximumUnsentBytes = maxUnsentKib * 1024
-        let server = ProtocolServer(configuration: serverConfiguration, engine: engine)
-        server.store = runtime.store
-        server.fleet = fleet
-        do {
-            if let passed { try server.start(adoptingListeningSocket: passed.descriptor) } else { try server.start() }
-        } catch { throw StartFailure.serving(error) }
-
-        source.start(sink: engine)
-        let barometer = BarometerChoice.start(for: source, options: iio, engine: engine, logger: logger)
-        gpsSource?.start(sink: engine)
-        print(SourceChoice.banner(for: source))
-        print("stepd: listening on \(socketPath)")
-        print("stepd: try   stepctl --socket \(socketPath) steps")
-        print("stepd:  or   echo '{\"cmd\":\"steps\"}' | socat - UNIX-CONNECT:\(socketPath)")
-        fflush(stdout)
-        runtime.notifyReady(server: server)
-
-        ShutdownHandler.whenSignalled(state: { runtime.statusText() + "; \(server.clientCount) clients" }) {
-            source.source.stop()
-            barometer?.stop()
-            gpsSource?.stop()
-            fleet?.stop()
-            runtime.stop()
-            server.stop()
-            demoState?.remove()
+        let server = Held<ProtocolServer>()
+        let socketPath = Held<String>()
+        parts.append(Lifecycle.Part("socket server", start: { [self] in
+            let passed: (descriptor: CInt, path: String?)?
+            do { passed = try runtime.passedSocket() } catch {
+                throw StartFailure(description: "the socket systemd passed cannot be served: \(error)", status: .cantCreate)
+            }
+            let path = try passed.map { $0.path ?? "(passed by systemd)" } ?? socket ?? DaemonSocket.choose(logger: logger)
+            let serving = ProtocolServer(configuration: serverConfiguration(socketPath: path), engine: engine)
+            serving.store = runtime.store
+            serving.fleet = fleet
+            do {
+                if let passed { try serving.start(adoptingListeningSocket: passed.descriptor) } else { try serving.start() }
+            } catch { throw StartFailure.serving(error) }
+            server.value = serving
+            socketPath.value = path
+        }, stop: { server.value?.stop() }))
+        parts.append(Lifecycle.Part("accelerometer", start: { source.start(sink: engine) }, stop: { source.source.stop() }))
+        parts.append(Lifecycle.Part("barometer", start: {
+            barometer.value = BarometerChoice.start(for: source, options: iio, engine: engine, logger: logger)
+        }, stop: { barometer.value?.stop() }))
+        if let gpsSource {
+            parts.append(Lifecycle.Part("gpsd", start: { gpsSource.start(sink: engine) }, stop: { gpsSource.stop() }))
         }
+        // Last: READY once the socket accepts and the sources run; STOPPING first.
+        parts.append(Lifecycle.Part("systemd notification", start: {
+            guard let serving = server.value, let socketPath = socketPath.value else { return }
+            print(SourceChoice.banner(for: source))
+            print("stepd: listening on \(socketPath)")
+            print("stepd: try   stepctl --socket \(socketPath) steps")
+            print("stepd:  or   echo '{\"cmd\":\"steps\"}' | socat - UNIX-CONNECT:\(socketPath)")
+            fflush(nil)
+            runtime.notifyReady(server: serving)
+        }, stop: { runtime.notifyStopping() }))
+
+        let lifecycle = Lifecycle(logger: logger)
+        try lifecycle.start(parts)
+        ShutdownHandler.whenSignalled(lifecycle: lifecycle, state: {
+            runtime.statusText() + "; \(server.value?.clientCount ?? 0) clients"
+        })
+    }
+
+    /// The socket server's limits, from the flags and stepd.conf.
+    private func serverConfiguration(socketPath: String) -> ProtocolServer.Configuration {
+        var configuration = ProtocolServer.Configuration(socketPath: socketPath)
+        configuration.maximumClients = maxClients
+        configuration.maximumClientsPerUser = maxClientsPerUser
+        configuration.reservedClients = reservedClients
+        configuration.maximumRequestsInFlight = maxRequestsInFlight
+        configuration.adminGroup = adminGroup
+        configuration.maximumUnsentBytes = maxUnsentKib * 1024
+        return configuration
     }
 
     /// The accelerometer, or the recording asked for (SourceChoice.swift); a recording that cannot be read
@@ -146,5 +172,14 @@ struct Run: ParsableCommand {
         } catch let error as PressureFileError {
             throw StartFailure(description: "\(error)", status: error.isMissingInput ? .noInput : .dataError)
         }
+    }
+}
+
+/// A value one part's start makes and its stop needs (the barometer, when there is one).
+final class Held<Value: Sendable>: Sendable {
+    private let held = Mutex<Value?>(nil)
+    var value: Value? {
+        get { held.withLock { $0 } }
+        set { held.withLock { $0 = newValue } }
     }
 }

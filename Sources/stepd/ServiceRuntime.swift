@@ -2,17 +2,19 @@ import Foundation
 import Logging
 import StepProtocol
 import StepService
+import Synchronization
 
 /// The daemon's life as a system service: the history store the count continues from, the socket systemd
 /// may pass, and the notify protocol (READY, STATUS, WATCHDOG, STOPPING).
-final class ServiceRuntime {
+final class ServiceRuntime: Sendable {
     let store: StepStore
     private let engine: Engine
     private let logger: Logger
     private let notifier = Notifier.fromEnvironment()
-    private var watchdog: Watchdog?
-    /// Held for the life of the process: one daemon per state directory.
-    private var lock: StateDirectoryLock?
+    private let watchdog = Mutex<Watchdog?>(nil)
+    /// Held for the life of the process: one daemon per state directory. Set at start, and again by the
+    /// store's queue after a fault (`relockIfLost`).
+    private let lock = Mutex<StateDirectoryLock?>(nil)
 
     init(options: ServiceOptions, engine: Engine, logger: Logger) {
         self.engine = engine
@@ -25,38 +27,42 @@ final class ServiceRuntime {
 
     /// Takes the state directory, then opens the store and has the engine's counting recorded in it
     /// (StepService's EngineRecording).
-    func openStore() {
-        lockStateDirectory()
+    func openStore() throws {
+        try lockStateDirectory()
         store.onReopened = { [weak self] in self?.relockIfLost() }
         EngineRecording.start(engine: engine, store: store, logger: logger)
     }
 
-    /// Exits 75 when another daemon holds the state directory: two would each think they own the counter.
-    private func lockStateDirectory() {
+    /// Fails with 75 when another daemon holds the state directory: two would each think they own the counter.
+    private func lockStateDirectory() throws {
         let directory = store.configuration.directory
         do {
-            lock = try StateDirectoryLock.acquire(directory: directory)
-            if lock == nil {
+            let held = try lock.withLock { lock in
+                lock = try StateDirectoryLock.acquire(directory: directory)
+                return lock != nil
+            }
+            if !held {
                 logger.warning("cannot create \(directory)/\(StateDirectoryLock.fileName): running without the one-daemon lock")
             }
         } catch let failure as StateDirectoryLock.Failure {
-            FileHandle.standardError.write(Data("stepd: \(failure)\n".utf8))
-            if case .held = failure { exit(ExitStatus.tempFail.rawValue) }
-            exit(ExitStatus.cantCreate.rawValue)
+            if case .held = failure { throw StartFailure(description: "\(failure)", status: .tempFail) }
+            throw StartFailure(description: "\(failure)", status: .cantCreate)
         } catch {
-            FileHandle.standardError.write(Data("stepd: cannot lock \(directory): \(error)\n".utf8))
-            exit(ExitStatus.cantCreate.rawValue)
+            throw StartFailure(description: "cannot lock \(directory): \(error)", status: .cantCreate)
         }
     }
 
     /// After the store recovers from a fault: a state directory removed and created again took the lock file
     /// with it, so the lock is taken again on the new one. Runs on the store's queue.
     private func relockIfLost() {
-        if let lock, lock.isCurrent { return }
-        do {
-            lock = try StateDirectoryLock.acquire(directory: store.configuration.directory)
-        } catch {
-            logger.error("\(error) (it was started while the state directory was gone)")
+        let directory = store.configuration.directory
+        lock.withLock { lock in
+            if let current = lock, current.isCurrent { return }
+            do {
+                lock = try StateDirectoryLock.acquire(directory: directory)
+            } catch {
+                logger.error("\(error) (it was started while the state directory was gone)")
+            }
         }
     }
 
@@ -81,23 +87,26 @@ final class ServiceRuntime {
                 engine.probe { server.probe(done) }
             }, statusText: { [weak self] in self?.statusText() ?? "" })
             watchdog.start()
-            self.watchdog = watchdog
+            self.watchdog.withLock { $0 = watchdog }
             logger.debug("watchdog: pinging systemd every \(interval) s")
         }
     }
 
-    /// The clean stop's service part, after the source has stopped and before the socket closes: commits
-    /// the last steps so that SIGTERM loses none.
-    func stop() {
+    /// The first thing a clean stop does: tells systemd, and stops the watchdog's pings.
+    func notifyStopping() {
         notifier?.stopping(status: "stopping: saving \(engine.snapshot.steps) steps")
-        watchdog?.stop()
-        engine.drain()
+        watchdog.withLock { $0 }?.stop()
+    }
+
+    /// The last thing a clean stop does, once the sources, the server and the engine's queue have stopped:
+    /// commits the last steps so that SIGTERM loses none.
+    func closeStore() {
         if let saved = store.close() {
             print("stepd: stopped; \(saved.steps) steps since \(Timestamp.string(saved.since)) saved to \(store.configuration.path)")
         } else {
             print("stepd: stopped; the count (\(engine.snapshot.steps) steps) could not be saved: \(store.status.error ?? "store unavailable")")
         }
-        fflush(stdout)
+        fflush(nil)
     }
 
     /// The state in one line: systemd's STATUS, and what SIGUSR1 logs.

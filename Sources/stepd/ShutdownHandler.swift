@@ -1,21 +1,28 @@
 import Dispatch
 import Foundation
 import Logging
+import StepService
+import Synchronization
 
-/// The one place that catches SIGTERM and SIGINT: stop the source, let the queue finish, close the socket, exit 0.
+/// The one place that catches SIGTERM and SIGINT: the daemon's Lifecycle stops its parts in reverse order of
+/// start (the sources, the socket, the engine's queue, the store: docs/architecture.md), then exit 0.
 /// SIGHUP, SIGUSR1 and SIGUSR2, whose default action would kill the daemon without its final save, are caught
 /// too (issue 25): SIGHUP and SIGUSR2 are logged and ignored (stepd.conf is read at start only), SIGUSR1 logs
 /// the daemon's state, as STATUS says it to systemd (docs/man/stepd.8, SIGNALS).
 ///
 /// The signals are caught before anything starts (`catchSignals`), and handled on the main queue, which runs
 /// only once start-up is over (`dispatchMain`): a signal that comes while the socket is being bound waits for
-/// the stop actions (`whenSignalled`) instead of killing the daemon with its socket left behind. They are
+/// the Lifecycle (`whenSignalled`) instead of killing the daemon with its socket left behind. They are
 /// blocked in every thread (threads inherit the mask of the one that starts them, and none has started yet), so
 /// each stays pending until libdispatch's signalfd reads it: none is lost while the source is being registered.
 enum ShutdownHandler {
-    private static var sources: [DispatchSourceSignal] = []
-    private static var stop: () -> Void = {}
-    private static var state: () -> String = { "starting" }
+    /// The signal sources (kept for the life of the process), what stops the daemon and what SIGUSR1 logs.
+    private struct Handling {
+        var sources: [any DispatchSourceSignal] = []
+        var lifecycle: Lifecycle?
+        var state: @Sendable () -> String = { "starting" }
+    }
+    private static let handling = Mutex(Handling())
 
     static func catchSignals(logger: Logger) {
         var caught = sigset_t()
@@ -25,7 +32,7 @@ enum ShutdownHandler {
         for number in [SIGTERM, SIGINT] {
             handle(number) {
                 logger.notice("signal \(number): shutting down")
-                stop()
+                handling.withLock { $0.lifecycle }?.stop()
                 // The store is closed and the socket removed: leave without running exit handlers and static
                 // destructors under threads that may still be finishing (a reader inside SQLite crashed there).
                 fflush(nil)
@@ -35,24 +42,28 @@ enum ShutdownHandler {
         handle(SIGHUP) {
             logger.notice("SIGHUP ignored: stepd reads its configuration only at start; restart it to apply a change (systemctl restart stepd)")
         }
-        handle(SIGUSR1) { logger.notice("SIGUSR1: \(state())") }
+        handle(SIGUSR1) { logger.notice("SIGUSR1: \(handling.withLock { $0.state }())") }
         handle(SIGUSR2) { logger.notice("SIGUSR2 ignored") }
         signal(SIGPIPE, SIG_IGN)
     }
 
-    private static func handle(_ number: Int32, _ body: @escaping () -> Void) {
+    private static func handle(_ number: Int32, _ body: @escaping @Sendable () -> Void) {
         signal(number, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
-        source.setEventHandler(handler: body)
-        source.resume()
-        sources.append(source)
+        handling.withLock {
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
+            source.setEventHandler(handler: body)
+            source.resume()
+            $0.sources.append(source)
+        }
     }
 
-    /// What a signal does once the daemon serves; set on the main thread before `dispatchMain`. `state` is the
-    /// line SIGUSR1 logs.
-    static func whenSignalled(state: @escaping () -> String, _ actions: @escaping () -> Void) {
+    /// What a signal stops once the daemon serves; set on the main thread before `dispatchMain`. `state` is
+    /// the line SIGUSR1 logs.
+    static func whenSignalled(lifecycle: Lifecycle, state: @escaping @Sendable () -> String) {
         dispatchPrecondition(condition: .onQueue(.main))
-        self.state = state
-        stop = actions
+        handling.withLock {
+            $0.lifecycle = lifecycle
+            $0.state = state
+        }
     }
 }

@@ -20,7 +20,7 @@ struct SourceChoice {
 
     /// The source chosen, by kind: what else the daemon does depends on which it is (a replay brings its own
     /// pressure file; an accelerometer may not be there yet).
-    enum Chosen {
+    enum Chosen: Sendable {
         case replay(ReplaySource)
         case accelerometer(IIOAccelerometerSource)
 
@@ -74,7 +74,7 @@ struct SourceChoice {
 }
 
 /// A demo's history: a fresh directory, removed at exit, so that a demo never writes the system's history.
-final class DemoStateDirectory {
+final class DemoStateDirectory: Sendable {
     let path: String
 
     struct CreationError: Error, CustomStringConvertible {
@@ -95,6 +95,6 @@ final class DemoStateDirectory {
     func remove() {
         try? FileManager.default.removeItem(atPath: path)
         print("stepd: demo over; its throwaway history \(path) is removed")
-        fflush(stdout)
+        fflush(nil)
     }
 }

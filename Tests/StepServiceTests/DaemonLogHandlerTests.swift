@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import StepService
 import XCTest
 
@@ -31,7 +32,7 @@ final class DaemonLogHandlerTests: XCTestCase {
     /// $JOURNAL_STREAM counts only when it names the descriptor's own device and inode (systemd.exec(5)).
     func testTheJournalIsDetectedByTheStreamsDeviceAndInode() throws {
         let path = NSTemporaryDirectory() + "stepd-log-\(UUID().uuidString.prefix(8))"
-        FileManager.default.createFile(atPath: path, contents: nil)
+        XCTAssert(FileManager.default.createFile(atPath: path, contents: nil))
         defer { unlink(path) }
         let descriptor = open(path, O_WRONLY)
         defer { close(descriptor) }
@@ -46,13 +47,14 @@ final class DaemonLogHandlerTests: XCTestCase {
     }
 
     func testLevelsBelowTheThresholdAreNotWritten() {
-        final class Lines: @unchecked Sendable { var all: [String] = [] }
-        let lines = Lines()
-        var logger = Logger(label: "t") { DaemonLogHandler(label: $0, level: .notice, style: .journal) { lines.all.append($0) } }
+        let lines = NIOLockedValueBox<[String]>([])
+        var logger = Logger(label: "t") {
+            DaemonLogHandler(label: $0, level: .notice, style: .journal) { line in lines.withLockedValue { $0.append(line) } }
+        }
         logger.info("quiet")
         logger.notice("said")
         logger.logLevel = .debug
         logger.debug("now said")
-        XCTAssertEqual(lines.all, ["<5>t: said\n", "<7>t: now said\n"])
+        XCTAssertEqual(lines.withLockedValue { $0 }, ["<5>t: said\n", "<7>t: now said\n"])
     }
 }

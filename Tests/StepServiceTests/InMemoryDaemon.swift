@@ -34,7 +34,8 @@ final class InMemoryDaemon: ClientResponder {
 
     func handle(_ request: Request, from session: ClientSession, reply respond: @escaping (Reply) -> Void) {
         requestsHandled.append(request.command)
-        let loop = session.channel.eventLoop
+        // Handlers run on the channel's loop, which answers later on itself: closures that stay on it need not be Sendable.
+        let loop = session.channel.eventLoop.assumeIsolated()
         let reply: (Data) -> Void = { respond(.line($0)) }
         // What the replies given later need, handed to the loop they run on (the embedded one).
         let later = NIOLoopBound((daemon: self, reply: reply, respond: respond), eventLoop: loop)

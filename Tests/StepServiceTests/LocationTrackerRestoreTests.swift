@@ -1,6 +1,8 @@
 import Foundation
+import Logging
 import StepProcessing
 @testable import StepService
+import Synchronization
 import XCTest
 
 /// The position side's part in persistence, without threads: what it hands the store, and a path continued
@@ -16,20 +18,39 @@ final class LocationTrackerRestoreTests: XCTestCase {
         }
     }
 
-    private final class Records: @unchecked Sendable {
-        var points: [TrackPoint] = []
-        var visits: [Visit] = []
+    private final class Records: Sendable {
+        private let lists = Mutex<(points: [TrackPoint], visits: [Visit])>(([], []))
+        var points: [TrackPoint] { lists.withLock { $0.points } }
+        var visits: [Visit] { lists.withLock { $0.visits } }
+        func add(_ record: LocationRecord) {
+            lists.withLock {
+                switch record {
+                case .trackPoint(let p): $0.points.append(p)
+                case .visit(let v): $0.visits.append(v)
+                }
+            }
+        }
+    }
+
+    /// A store that cannot be read at start (its state directory is a file) loses the track and visits of
+    /// earlier runs for this one: STATUS says so, rather than a `try?` dropping them without a word.
+    func testATrackThatCannotBeRestoredIsSaidInTheGPSStatus() throws {
+        let directory = NSTemporaryDirectory() + "stepd-restore-\(UUID().uuidString.prefix(8))"
+        XCTAssert(FileManager.default.createFile(atPath: directory, contents: Data("x".utf8)))
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let engine = Engine()
+        let store = StepStore(configuration: StepStore.Configuration(directory: directory,
+                                                                     stepHoldBackSeconds: engine.stepHoldBackSeconds))
+        EngineRecording.start(engine: engine, store: store, logger: Logger(label: "test"))
+        defer { _ = store.close() }
+        let reason = try XCTUnwrap(engine.locationSnapshot.restoreError, "the failed restore is kept")
+        XCTAssertEqual(LocationWire.status(engine.locationSnapshot, now: Date()).restore_error, reason)
     }
 
     func testEveryPointAddedToThePathIsHandedToTheStore() {
         let records = Records()
         var tracker = LocationTracker(configuration: LocationConfiguration())
-        tracker.recorder = { record in
-            switch record {
-            case .trackPoint(let p): records.points.append(p)
-            case .visit(let v): records.visits.append(v)
-            }
-        }
+        tracker.recorder = { records.add($0) }
         tracker.connectionChanged(.connected)
         for fix in walk(120) { _ = tracker.receive(fix) }
         XCTAssertEqual(records.points, tracker.track.points)

@@ -4,8 +4,8 @@ import NIOConcurrencyHelpers
 import StepService
 import XCTest
 
-/// A log handler that keeps what it is given.
-private final class CapturedLines: LogHandler, @unchecked Sendable {
+/// A log handler that keeps what it is given, in a box the test holds too.
+private struct CapturedLines: LogHandler {
     let lines = NIOLockedValueBox<[String]>([])
     var metadata: Logger.Metadata = [:]
     var logLevel: Logger.Level = .trace
@@ -13,14 +13,13 @@ private final class CapturedLines: LogHandler, @unchecked Sendable {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
-    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
-             file: String, function: String, line: UInt) {
-        lines.withLockedValue { $0.append("\(level) \(message)") }
+    func log(event: LogEvent) {
+        lines.withLockedValue { $0.append("\(event.level) \(event.message)") }
     }
 }
 
 /// A settable clock for the rate limiter.
-private final class FakeClock: @unchecked Sendable {
+private final class FakeClock: Sendable {
     let now = NIOLockedValueBox(100.0)
 }
 

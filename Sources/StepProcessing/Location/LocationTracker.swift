@@ -41,6 +41,8 @@ public struct LocationSnapshot: Sendable {
     public var connections = 0
     public var distanceMeters = 0.0
     public var trackPoints = 0
+    /// Why the track and visits saved by earlier runs could not be read at start (the path began afresh).
+    public var restoreError: String?
 
     /// The state STATUS reports at `now` (GPSState's rule).
     public func state(now: Date) -> GPSState {

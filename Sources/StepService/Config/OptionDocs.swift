@@ -14,11 +14,11 @@ public enum OptionDocs {
     public static let parts: [Part] = [
         Part(file: "docs/configuration.md",
              begin: "<!-- BEGIN options: generated from ConfigOption.swift by `stepd options --update-docs` -->",
-             end: "<!-- END options -->", text: markdownTable),
+             end: "<!-- END options -->", text: { markdownTable() }),
         Part(file: "docs/man/stepd.8",
              begin: #".\" BEGIN options: generated from ConfigOption.swift by stepd options --update-docs"#,
-             end: #".\" END options"#, text: manOptions),
-        Part(file: "docs/stepd.conf.example", begin: nil, end: nil, text: configurationExample),
+             end: #".\" END options"#, text: { manOptions() }),
+        Part(file: "docs/stepd.conf.example", begin: nil, end: nil, text: { configurationExample() }),
     ]
 
     /// `text` with the fenced part replaced by `part`'s text, or nil when the fences are missing.

@@ -23,6 +23,7 @@ enum LocationWire {
     static func status(_ s: LocationSnapshot, now: Date) -> GPSStatus {
         GPSStatus(state: s.state(now: now).rawValue, error: s.error, gpsd: s.gpsd, fixes_accepted: s.fixesAccepted,
                   fixes_ignored: s.fixesIgnored, fixes_rejected: s.fixesRejected, connections: s.connections,
-                  last_fix_age_s: s.position.map { Replies.rounded(max(0, now.timeIntervalSince($0.arrival)), 1) })
+                  last_fix_age_s: s.position.map { Replies.rounded(max(0, now.timeIntervalSince($0.arrival)), 1) },
+                  restore_error: s.restoreError)
     }
 }

@@ -64,8 +64,17 @@ public enum EngineRecording {
     /// when the daemon stopped ends at the last point saved within it: this run cannot know it went on.
     private static func restoreLocation(engine: Engine, store: StepStore, logger: Logger) {
         let limits = engine.configuration.location
-        guard let stored = try? store.latestTrackPoints(limit: limits.track.maximumPoints),
-              var visits = try? store.latestVisits(limit: limits.visits.maximumVisits) else { return }
+        let stored: [StoredTrackPoint]
+        var visits: [StoredVisit]
+        do {
+            stored = try store.latestTrackPoints(limit: limits.track.maximumPoints)
+            visits = try store.latestVisits(limit: limits.visits.maximumVisits)
+        } catch {
+            // Said rather than dropped: the track and the visits of earlier runs are missing from this one's.
+            logger.error("cannot read the saved track and visits: \(error); the track starts afresh")
+            engine.locationRestoreFailed("\(error)")
+            return
+        }
         if let open = visits.indices.last, visits[open].departure == nil {
             let last = stored.last { $0.time >= visits[open].arrival }?.time ?? visits[open].arrival
             visits[open].departure = last

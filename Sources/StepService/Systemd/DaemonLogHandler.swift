@@ -30,10 +30,10 @@ public struct DaemonLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    public func log(level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?,
-                    source: String, file: String, function: String, line: UInt) {
-        let merged = explicit.map { self.metadata.merging($0) { $1 } } ?? self.metadata
-        write(Self.format(level: level, label: label, message: "\(message)", metadata: merged, style: style, date: Date()))
+    public func log(event: LogEvent) {
+        let merged = event.metadata.map { self.metadata.merging($0) { $1 } } ?? self.metadata
+        write(Self.format(level: event.level, label: label, message: "\(event.message)", metadata: merged, style: style,
+                          date: Date()))
     }
 
     /// One line, newline included. Metadata follows the message as sorted key=value pairs.

@@ -1,0 +1,82 @@
+import Foundation
+import StepProcessing
+
+/// What clients and the store ask of the engine: a reset, a stride calibrated by GPS, and the count an earlier
+/// run saved, taken over at start or added once a store away at start comes back.
+extension Engine {
+    /// A stretch walked with a good GPS fix, to calibrate the stride.
+    public func calibrateStride(gpsDistanceMeters: Double, steps: Int) {
+        queue.async { [self] in
+            withState { s in
+                if s.stride.calibrate(gpsDistanceMeters: gpsDistanceMeters, steps: steps) {
+                    logger.info("stride calibrated from GPS: \(String(format: "%.2f", s.stride.strideMeters)) m")
+                    publish(s)
+                }
+            }
+        }
+    }
+
+    /// Starts counting from zero now (the seed's reset button); replies with the fresh snapshot.
+    public func reset(completion: @escaping @Sendable (EngineSnapshot) -> Void) {
+        queue.async { [self] in
+            withState { s in
+                s.steps = 0
+                s.restoredSteps = 0
+                s.since = Date()
+                s.cadence.reset()
+                s.activity.reset()
+                s.floors.reset()
+                let snapshot = publish(s)
+                for handler in resetHandlers.withLockedValue({ $0 }) { handler(s.since) }
+                completion(snapshot)
+            }
+        }
+    }
+
+    // MARK: Persistence (the store)
+
+    /// Goes on from a count saved by an earlier run, with its floors when it had a barometer; called before
+    /// the source starts. The floors show once this run's barometer gives a reading.
+    public func restore(steps: Int, since: Date, floors saved: FloorCounts?) {
+        queue.sync {
+            withState { s in
+                s.steps = steps
+                s.since = since
+                s.restoredSteps = steps
+                if let saved { s.floors.resume(from: saved) }
+                publish(s)
+            }
+        }
+    }
+
+    /// Rebuilds today's figures from what an earlier run saved of today (the store's minute bins since local
+    /// midnight); called at start, before the source starts.
+    public func restoreToday(_ minutes: [DayCounter.SavedMinute], floorsDescended: Int?) {
+        queue.sync {
+            withState { s in
+                if s.day.advance(to: Date(), calendar: dayCalendar) { scheduleMidnight(&s) }
+                s.day.restore(minutes, floorsDescended: floorsDescended)
+                publish(s)
+            }
+        }
+    }
+
+    /// Adds a count saved by an earlier run that the store could read only after counting had begun without
+    /// it (a store away at start): STEPS goes on from the sum, never from 0 nor from the saved count alone, and
+    /// so do the floors. `completion` gets the new count on the processing queue, so it reaches the store in
+    /// order with the steps (floors nil while neither run has had a barometer).
+    public func add(saved: (steps: Int, since: Date, floors: FloorCounts?),
+                    completion: @escaping @Sendable (Int, Date, FloorCounts?) -> Void) {
+        queue.async { [self] in
+            withState { s in
+                s.steps += saved.steps
+                s.restoredSteps += saved.steps
+                s.since = min(s.since, saved.since)
+                if let floorsSaved = saved.floors { s.floors.resume(from: s.floors.counter.counts + floorsSaved) }
+                publish(s)
+                completion(s.steps, s.since,
+                           s.floors.hasReadings || saved.floors != nil ? s.floors.counter.counts : nil)
+            }
+        }
+    }
+}

@@ -205,7 +205,7 @@ final class StoreFaultTests: XCTestCase {
                              Binaries.stepd, "--replay", Binaries.bundledRecording, "--speed", "4", "--loop", "--no-gps",
                              "--state-dir", state, "--socket", socket]
         let logPath = directory.file("ro.log")
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         process.standardOutput = FileHandle(forWritingAtPath: logPath)
         process.standardError = FileHandle(forWritingAtPath: logPath)
         try process.run()
@@ -282,6 +282,11 @@ final class StoreFaultTests: XCTestCase {
         let error = store(status)["error"] as? String ?? ""
         XCTAssertEqual(store(status)["state"] as? String, "failed", "\(status)")
         XCTAssertTrue(error.contains("write-ahead log") && error.contains("frame 2 of \(frames)"), error)
+        // A history asked meanwhile is refused with the code a client decides on, and STATUS's words.
+        let history = try daemon.connect().request(["cmd": "history", "id": 1])
+        XCTAssertEqual(history["class"] as? String, "ERROR", "\(history)")
+        XCTAssertEqual(history["code"] as? String, "store_failed", "\(history)")
+        XCTAssertEqual(history["message"] as? String, "history is unavailable: the store is failed: \(error)")
         try waitForSteps(daemon, above: 5)
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: wal)), Data(bytes), "the log is left as it was")
 

@@ -261,9 +261,11 @@ extension FileHandle {
 
 /// A Unix-socket peer speaking the daemon's protocol for one situation each: it greets with VERSION; to
 /// `status` it answers an ERROR without an id (what the daemon sends for a line it discards unread), to anything
-/// else nothing. It counts the connections accepted and those still open.
+/// else nothing; or, to a command named in `refusals`, the ERROR line given there. It counts the connections
+/// accepted and those still open.
 final class ProtocolPeer: @unchecked Sendable {
     let path: String
+    private let refusals: [String: String]
     private let listener: Int32
     private let lock = NSLock()
     private var openCount = 0
@@ -273,8 +275,9 @@ final class ProtocolPeer: @unchecked Sendable {
     var open: Int { lock.withLock { openCount } }
     var accepted: Int { lock.withLock { acceptedCount } }
 
-    init(path: String) throws {
+    init(path: String, refusals: [String: String] = [:]) throws {
         self.path = path
+        self.refusals = refusals
         listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
@@ -319,7 +322,9 @@ final class ProtocolPeer: @unchecked Sendable {
             while let newline = pending.firstIndex(of: 0x0A) {
                 let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
                 pending.removeSubrange(pending.startIndex...newline)
-                if line.contains("\"status\"") {
+                if let refusal = refusals.first(where: { line.contains("\"cmd\":\"\($0.key)\"") })?.value {
+                    send(fd, refusal + "\n")
+                } else if line.contains("\"status\"") {
                     send(fd, "{\"class\":\"ERROR\",\"message\":\"request line longer than 4096 bytes, discarded\"}\n")
                 }
             }

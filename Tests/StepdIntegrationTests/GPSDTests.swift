@@ -11,20 +11,20 @@ final class GPSDTests: XCTestCase {
         try GPSDFake.requireTools()
     }
 
-    private func startDaemon(port: Int, directory: TemporaryDirectory, extra: [String] = []) throws -> Daemon {
+    private static func startDaemon(port: Int, directory: TemporaryDirectory, extra: [String] = []) throws -> Daemon {
         // A short first retry keeps the tests quick; the 2 s default is the same code path.
         try Daemon(arguments: ["--gpsd", "127.0.0.1:\(port)", "--gps-retry-s", "0.2"] + extra, directory: directory)
     }
 
     /// The POSITION reply, read directly: SocketClient.request skips POSITION lines as pushed events, and
     /// a connection that watches nothing receives only replies.
-    private func position(_ daemon: Daemon) throws -> [String: Any] {
+    private static func position(_ daemon: Daemon) throws -> [String: Any] {
         let client = try daemon.connect()
         try client.sendLine("{\"cmd\":\"position\"}")
         return try client.readObject()
     }
 
-    private func gps(_ status: [String: Any]) -> [String: Any] { status["gps"] as? [String: Any] ?? [:] }
+    private static func gps(_ status: [String: Any]) -> [String: Any] { status["gps"] as? [String: Any] ?? [:] }
 
     // MARK: Real receiver logs
 
@@ -47,7 +47,7 @@ final class GPSDTests: XCTestCase {
             Thread.detachNewThread {
                 defer { slots.signal(); group.leave() }
                 do {
-                    problems.add(try self.replayRealLog(name, log: log))
+                    problems.add(try Self.replayRealLog(name, log: log))
                 } catch {
                     problems.add(["\(name): \(error)"])
                 }
@@ -60,14 +60,14 @@ final class GPSDTests: XCTestCase {
     private static let processes = NSLock()
 
     /// Replays one receiver log; returns what differs between the daemon's last fix and gpsd's last TPV.
-    private func replayRealLog(_ name: String, log: String) throws -> [String] {
+    private static func replayRealLog(_ name: String, log: String) throws -> [String] {
         let directory = try TemporaryDirectory()
         let port = GPSDFake.freePort()
         // Foundation's Process on Linux creates each thread's run loop without a lock (run, waitUntilExit):
         // two threads starting or reaping processes at once can crash in CFRunLoop, so they take turns.
         let (daemon, fake) = try Self.processes.withLock {
             _ = RunLoop.current
-            let daemon = try startDaemon(port: port, directory: directory)
+            let daemon = try Self.startDaemon(port: port, directory: directory)
             return (daemon, try GPSDFake(log: log, port: port, cycleSeconds: 0.01, directory: directory))
         }
         defer { Self.processes.withLock { fake.stop(); daemon.terminate() } }
@@ -81,7 +81,7 @@ final class GPSDTests: XCTestCase {
         var p: [String: Any] = [:]
         do {
             try pollUntil("the daemon's last fix to be gpsd's", timeout: 20) {
-                p = try position(daemon)
+                p = try Self.position(daemon)
                 return p["time"] as? String == last["time"] as? String
             }
         } catch is WaitTimedOut {
@@ -103,7 +103,7 @@ final class GPSDTests: XCTestCase {
         let mode = (last["mode"] as? Int) == 3 ? "3d" : "2d"
         if p["mode"] as? String != mode { problems.append("\(name): mode \(p["mode"] ?? "null"), gpsd \(mode)") }
         let status = try daemon.connect().request(["cmd": "status"])
-        if gps(status)["state"] as? String != "fix" { problems.append("\(name): gps.state \(gps(status)["state"] ?? "null")") }
+        if Self.gps(status)["state"] as? String != "fix" { problems.append("\(name): gps.state \(Self.gps(status)["state"] ?? "null")") }
         return problems
     }
 
@@ -111,7 +111,7 @@ final class GPSDTests: XCTestCase {
         let log = try Binaries.sharedData("gps/bu353s4.log").path
         let directory = try TemporaryDirectory()
         let port = GPSDFake.freePort()
-        let daemon = try startDaemon(port: port, directory: directory)
+        let daemon = try Self.startDaemon(port: port, directory: directory)
         let fake = try GPSDFake(log: log, port: port, directory: directory)
         let pipe = try GPSDWatcher(port: port, directory: directory)
         _ = pipe.waitUntilQuiet()
@@ -131,9 +131,9 @@ final class GPSDTests: XCTestCase {
         let (log, _) = try NMEAWalk.generate(["walk:200"], into: directory, name: "silent")
         let fake = try GPSDFake(log: log, port: port, stepped: true, directory: directory)
         defer { fake.stop() }
-        let daemon = try startDaemon(port: port, directory: directory)
-        try daemon.waitUntil(timeout: 20, "gpsd connected") { (self.gps($0)["connections"] as? Int ?? 0) >= 1 }
-        let status = gps(try daemon.connect().request(["cmd": "status"]))
+        let daemon = try Self.startDaemon(port: port, directory: directory)
+        try daemon.waitUntil(timeout: 20, "gpsd connected") { (Self.gps($0)["connections"] as? Int ?? 0) >= 1 }
+        let status = Self.gps(try daemon.connect().request(["cmd": "status"]))
         XCTAssertEqual(status["state"] as? String, "no_fix")
         XCTAssertNil(status["error"], "connected, and no failure yet: \(status)")
         let line = try runCommand(Binaries.stepctl, ["--socket", daemon.socketPath, "status"], timeout: 20).stdout
@@ -148,15 +148,15 @@ final class GPSDTests: XCTestCase {
         let (log, _) = try NMEAWalk.generate(["walk:200"], into: directory, name: "quiet")
         let fake = try GPSDFake(log: log, port: port, stepped: true, directory: directory)
         defer { fake.stop() }
-        let daemon = try startDaemon(port: port, directory: directory)
-        try daemon.waitUntil(timeout: 20, "gpsd connected") { (self.gps($0)["connections"] as? Int ?? 0) >= 1 }
+        let daemon = try Self.startDaemon(port: port, directory: directory)
+        try daemon.waitUntil(timeout: 20, "gpsd connected") { (Self.gps($0)["connections"] as? Int ?? 0) >= 1 }
         // Ten epochs of the log (GGA, GSA, RMC each), then silence.
         fake.send(sentences: 30)
-        try daemon.waitUntil(timeout: 20, "a fix") { self.gps($0)["state"] as? String == "fix" }
+        try daemon.waitUntil(timeout: 20, "a fix") { Self.gps($0)["state"] as? String == "fix" }
         let fixed = Date()
-        try daemon.waitUntil(timeout: 30, "stale") { self.gps($0)["state"] as? String == "stale" }
+        try daemon.waitUntil(timeout: 30, "stale") { Self.gps($0)["state"] as? String == "stale" }
         XCTAssertGreaterThan(Date().timeIntervalSince(fixed), 8, "stale too early")
-        let status = gps(try daemon.connect().request(["cmd": "status"]))
+        let status = Self.gps(try daemon.connect().request(["cmd": "status"]))
         XCTAssertEqual(status["connections"] as? Int, 1, "gpsd stayed connected")
         XCTAssertGreaterThanOrEqual(status["last_fix_age_s"] as? Double ?? 0, 10)
         let line = try runCommand(Binaries.stepctl, ["--socket", daemon.socketPath, "status"], timeout: 20).stdout
@@ -168,12 +168,12 @@ final class GPSDTests: XCTestCase {
         let log = try Binaries.sharedData("gps/quectel-l76k-nmea.log").path
         let directory = try TemporaryDirectory()
         let port = GPSDFake.freePort()
-        let daemon = try startDaemon(port: port, directory: directory)
+        let daemon = try Self.startDaemon(port: port, directory: directory)
         let fake = try GPSDFake(log: log, port: port, cycleSeconds: 0.01, directory: directory)
         defer { fake.stop() }
         var p: [String: Any] = [:]
         try pollUntil("a 3D fix", timeout: 30, detail: "\(p)") {
-            p = try position(daemon)
+            p = try Self.position(daemon)
             return p["mode"] as? String == "3d"
         }
         // gpsd's SKYs of each epoch mark 12 satellites used (9 in the first, 12 in the second).
@@ -191,7 +191,7 @@ final class GPSDTests: XCTestCase {
         let gap = segments[1]
         let end = try XCTUnwrap(segments.last?["end"] as? String)
         let port = GPSDFake.freePort()
-        let daemon = try startDaemon(port: port, directory: directory)
+        let daemon = try Self.startDaemon(port: port, directory: directory)
         let watcher = try daemon.connect()
         _ = try watcher.request(["cmd": "watch", "classes": ["POSITION"]])
         let fake = try GPSDFake(log: log, port: port, directory: directory)
@@ -209,7 +209,7 @@ final class GPSDTests: XCTestCase {
             XCTAssertFalse(t > gapStart && t <= gapEnd, "position inside the gap at \(p["time"] ?? "")")
         }
         let status = try daemon.connect().request(["cmd": "status"])
-        XCTAssertGreaterThanOrEqual(gps(status)["fixes_ignored"] as? Int ?? 0, 20)
+        XCTAssertGreaterThanOrEqual(Self.gps(status)["fixes_ignored"] as? Int ?? 0, 20)
 
         let track = try daemon.connect().request(["cmd": "track", "format": "geojson"])
         let distance = try XCTUnwrap(track["distance_m"] as? Double)
@@ -251,7 +251,7 @@ final class GPSDTests: XCTestCase {
         let departure = try XCTUnwrap(isoDate(stay["end"] as? String))
         let end = try XCTUnwrap(isoDate((truth["segments"] as? [[String: Any]])?.last?["end"] as? String))
         let port = GPSDFake.freePort()
-        let daemon = try startDaemon(port: port, directory: directory)
+        let daemon = try Self.startDaemon(port: port, directory: directory)
         let watcher = try daemon.connect()
         _ = try watcher.request(["cmd": "watch", "classes": ["VISIT", "POSITION"]])
         let fake = try GPSDFake(log: log, port: port, directory: directory)
@@ -285,9 +285,9 @@ final class GPSDTests: XCTestCase {
     func testGpsdStoppedAndRestartedTwentyTimesFixesResumeAndStepsKeepBeingServed() throws {
         let directory = try TemporaryDirectory()
         let port = GPSDFake.freePort()
-        let daemon = try startDaemon(port: port, directory: directory)
+        let daemon = try Self.startDaemon(port: port, directory: directory)
         try daemon.waitUntil(timeout: 10, "gps unavailable with no gpsd") { status in
-            let g = self.gps(status)
+            let g = Self.gps(status)
             return g["state"] as? String == "unavailable" && (g["error"] as? String ?? "").contains("cannot reach gpsd")
         }
         let start = try XCTUnwrap(isoDate("2024-05-01T10:00:00Z"))
@@ -300,20 +300,20 @@ final class GPSDTests: XCTestCase {
                                                  into: directory, name: "run\(round)")
             let fake = try GPSDFake(log: log, port: port, cycleSeconds: 0.02, directory: directory)
             try daemon.waitUntil(timeout: 15, "fixes resume in round \(round)") { status in
-                guard self.gps(status)["state"] as? String == "fix" else { return false }
-                let t = isoDate(try self.position(daemon)["time"] as? String) ?? .distantPast
+                guard Self.gps(status)["state"] as? String == "fix" else { return false }
+                let t = isoDate(try Self.position(daemon)["time"] as? String) ?? .distantPast
                 return t > first
             }
             fake.stop()
             try daemon.waitUntil(timeout: 10, "gps unavailable after gpsd stopped in round \(round)") { status in
-                self.gps(status)["state"] as? String == "unavailable"
+                Self.gps(status)["state"] as? String == "unavailable"
             }
             let steps = try daemon.connect().request(["cmd": "steps"])
             XCTAssertEqual(steps["class"] as? String, "STEPS")
         }
         XCTAssertTrue(daemon.process.isRunning)
         let status = try daemon.connect().request(["cmd": "status"])
-        XCTAssertEqual(gps(status)["connections"] as? Int, 20)
+        XCTAssertEqual(Self.gps(status)["connections"] as? Int, 20)
         XCTAssertEqual(daemon.terminate(), 0)
         // Transitions are logged once each, not once per retry.
         let unavailableLines = daemon.log.components(separatedBy: "\n").filter { $0.contains("gps: unavailable") }

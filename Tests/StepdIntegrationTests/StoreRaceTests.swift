@@ -147,7 +147,7 @@ final class StoreRaceTests: XCTestCase {
                              Binaries.stepd, "--replay", Binaries.bundledRecording, "--speed", "4", "--loop", "--no-gps",
                              "--state-dir", state, "--socket", socket]
         let logPath = directory.file("stepd.log")
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         // One handle for both, so that the two streams append rather than write over each other.
         let logHandle = FileHandle(forWritingAtPath: logPath)
         process.standardOutput = logHandle

@@ -3,10 +3,10 @@ import Foundation
 /// A barometer's readings synthesised from physics, for tests of floor counting: a height profile turned
 /// into pressure by the international barometric formula (ICAO standard atmosphere), plus the weather's
 /// drift, the sensor's noise and spikes such as a door slam. Deterministic (SplitMix).
-public struct PressureTrack {
+public struct PressureTrack: Sendable {
     /// One stretch of the profile: how long, how much height it gains (m, negative down), and whether the
     /// person walks through it (stairs, a corridor) or stands (an elevator, a wait).
-    public struct Segment {
+    public struct Segment: Sendable {
         public var seconds: Double
         public var climb: Double
         public var walking: Bool
@@ -30,7 +30,7 @@ public struct PressureTrack {
     }
 
     /// A short pressure step that returns (a door slam, a gust): `pascal` higher from `start` for `seconds`.
-    public struct Spike {
+    public struct Spike: Sendable {
         public var start: Double
         public var seconds: Double
         public var pascal: Double

@@ -52,9 +52,7 @@ final class FuzzTests: XCTestCase {
     /// Sends `count` lines on `connections` connections at once, each followed by a marker it waits for.
     private func blast(_ daemon: Daemon, count: Int, connections: Int, seed: UInt64) throws {
         let group = DispatchGroup()
-        let errors = NSLock()
-        final class Box: @unchecked Sendable { var failures: [String] = [] }
-        let box = Box()
+        let failures = Locked<[String]>([])
         let path = daemon.socketPath
         for c in 0..<connections {
             group.enter()
@@ -78,12 +76,12 @@ final class FuzzTests: XCTestCase {
                         if line.contains("\"fuzz-end\"") { break }
                     }
                 } catch {
-                    errors.lock(); box.failures.append("connection \(c): \(error)"); errors.unlock()
+                    failures.withLock { $0.append("connection \(c): \(error)") }
                 }
             }
         }
         XCTAssertEqual(group.wait(timeout: .now() + 300), .success, "the daemon answered every connection's marker")
-        XCTAssertEqual(box.failures, [])
+        XCTAssertEqual(failures.value, [])
     }
 
     func testHundredThousandHostileRequestsLeaveTheDaemonUpAndFlat() throws {

@@ -351,9 +351,8 @@ private final class TrackPointCounter: NSObject, XMLParserDelegate {
 }
 
 /// Failures gathered from the threads that replay logs at once, reported on the test's own thread.
-private final class ProblemList: @unchecked Sendable {  // every access holds `lock`
-    private let lock = NSLock()
-    private var problems: [String] = []
-    func add(_ more: [String]) { lock.lock(); problems += more; lock.unlock() }
-    var all: [String] { lock.lock(); defer { lock.unlock() }; return problems }
+private final class ProblemList: Sendable {
+    private let problems = Locked<[String]>([])
+    func add(_ more: [String]) { problems.withLock { $0 += more } }
+    var all: [String] { problems.value }
 }

@@ -210,12 +210,7 @@ final class ProtocolTests: XCTestCase {
             rude.close()
         }
         let group = DispatchGroup()
-        final class Failures: @unchecked Sendable {
-            let lock = NSLock()
-            var list: [String] = []
-            func add(_ s: String) { lock.lock(); list.append(s); lock.unlock() }
-        }
-        let failures = Failures()
+        let failures = Locked<[String]>([])
         let path = daemon.socketPath
         for i in 0..<64 {
             group.enter()
@@ -228,12 +223,12 @@ final class ProtocolTests: XCTestCase {
                         if reply["id"] as? Int != i * 100 + j { throw NSError(domain: "id", code: i) }
                     }
                 } catch {
-                    failures.add("\(i): \(error)")
+                    failures.withLock { $0.append("\(i): \(error)") }
                 }
             }
         }
         XCTAssertEqual(group.wait(timeout: .now() + 60), .success)
-        XCTAssertEqual(failures.list, [])
+        XCTAssertEqual(failures.value, [])
         XCTAssertEqual(try daemon.connect().request(["cmd": "status"])["class"] as? String, "STATUS")
     }
 

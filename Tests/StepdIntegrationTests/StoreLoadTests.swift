@@ -65,12 +65,11 @@ final class StoreLoadTests: XCTestCase {
         _ = try watcher.request(["cmd": "watch", "classes": ["STEP"]])
         _ = try watcher.readObject()
 
-        final class Exports: @unchecked Sendable {
-            let lock = NSLock()
+        struct Exports {
             var finished: [(points: Int, bytes: Int)] = []
             var errors: [String] = []
         }
-        let exports = Exports()
+        let exports = Locked(Exports())
         let group = DispatchGroup()
         let socketPath = daemon.socketPath
         for format in ["gpx", "geojson", "gpx"] {
@@ -78,9 +77,9 @@ final class StoreLoadTests: XCTestCase {
                 do {
                     let line = try Self.reply(to: "{\"cmd\":\"track\",\"format\":\"\(format)\"}", at: socketPath)
                     let object = try JSONSerialization.jsonObject(with: line) as? [String: Any] ?? [:]
-                    exports.lock.withLock { exports.finished.append((object["points"] as? Int ?? -1, line.count)) }
+                    exports.withLock { $0.finished.append((object["points"] as? Int ?? -1, line.count)) }
                 } catch {
-                    exports.lock.withLock { exports.errors.append("\(error)") }
+                    exports.withLock { $0.errors.append("\(error)") }
                 }
             }
         }
@@ -95,8 +94,8 @@ final class StoreLoadTests: XCTestCase {
         let longest = gaps.max() ?? .infinity
         print("3 exports of 80,000 points took \(String(format: "%.1f", Date().timeIntervalSince(arrivals[0]))) s; "
               + "\(arrivals.count - 1) STEP events meanwhile, longest gap \(String(format: "%.2f", longest)) s")
-        XCTAssertEqual(exports.errors, [])
-        XCTAssertEqual(exports.finished.map(\.points), [80_000, 80_000, 80_000])
+        XCTAssertEqual(exports.value.errors, [])
+        XCTAssertEqual(exports.value.finished.map(\.points), [80_000, 80_000, 80_000])
         XCTAssertGreaterThan(arrivals.count, 10)
         XCTAssertLessThan(longest, 2, "STEP events stalled during the exports")
         XCTAssertEqual(daemon.terminate(), 0)

@@ -8,14 +8,19 @@ import XCTest
 /// deletions, three fills) that the unfixed daemon died by SIGSEGV in every run of either test.
 final class StoreRaceTests: XCTestCase {
     /// Clients asking for ten years of day bins (3,650 range sums a request), over and over until `finish`.
-    final class HistoryReaders: @unchecked Sendable {
-        private let lock = NSLock()
-        private var stopped = false
-        private(set) var histories = 0
-        private(set) var errors: [String] = []
-        /// Anything else: a connection closed, a reply that is neither HISTORY nor ERROR.
-        private(set) var failures: [String] = []
+    final class HistoryReaders: Sendable {
+        private struct Tally {
+            var stopped = false
+            var histories = 0
+            var errors: [String] = []
+            /// Anything else: a connection closed, a reply that is neither HISTORY nor ERROR.
+            var failures: [String] = []
+        }
+        private let tally = Locked(Tally())
         private let group = DispatchGroup()
+        var histories: Int { tally.value.histories }
+        var errors: [String] { tally.value.errors }
+        var failures: [String] { tally.value.failures }
 
         init(socket: String, count: Int = 4) {
             let from = Timestamp.string(Date().addingTimeInterval(-3650 * 86_400))
@@ -24,14 +29,15 @@ final class StoreRaceTests: XCTestCase {
                 DispatchQueue.global().async(group: group) { [self] in
                     do {
                         let client = try SocketClient(path: socket, receiveTimeout: 20)
-                        while !lock.withLock({ stopped }) {
+                        while !tally.value.stopped {
                             try client.sendLine(request)
                             let reply = try client.readObject()
-                            lock.withLock {
-                                switch reply["class"] as? String {
-                                case "HISTORY": histories += 1
-                                case "ERROR": errors.append(reply["message"] as? String ?? "\(reply)")
-                                default: failures.append("unexpected reply \(reply)")
+                            let kind = reply["class"] as? String, message = reply["message"] as? String ?? "\(reply)"
+                            tally.withLock {
+                                switch kind {
+                                case "HISTORY": $0.histories += 1
+                                case "ERROR": $0.errors.append(message)
+                                default: $0.failures.append("unexpected reply \(message)")
                                 }
                             }
                             // An ERROR comes at once while the store is away: a pause spares the CPU (tests run
@@ -39,24 +45,26 @@ final class StoreRaceTests: XCTestCase {
                             if reply["class"] as? String == "ERROR" { usleep(10_000) }
                         }
                     } catch {
-                        lock.withLock { failures.append("\(error)") }
+                        let text = "\(error)"
+                        tally.withLock { $0.failures.append(text) }
                     }
                 }
             }
         }
 
         func finish() {
-            lock.withLock { stopped = true }
+            tally.withLock { $0.stopped = true }
             group.wait()
         }
 
         /// The ERRORs that do not say the store's state (`history is unavailable: the store is failed: ...`).
         var errorsWithoutState: [String] {
-            lock.withLock { errors.filter { !$0.hasPrefix("history is unavailable: the store is ") } }
+            errors.filter { !$0.hasPrefix("history is unavailable: the store is ") }
         }
 
         var summary: String {
-            lock.withLock { "\(histories) HISTORY replies, \(errors.count) ERRORs, \(failures.count) failures" }
+            let tally = self.tally.value
+            return "\(tally.histories) HISTORY replies, \(tally.errors.count) ERRORs, \(tally.failures.count) failures"
         }
     }
 

@@ -1,14 +1,22 @@
 #include "cgps.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <gps.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+// libgps API 9 (gpsd 3.20) or later: gps_read copies each report's JSON into a buffer (API 7), and the fix's
+// time is a timespec with altMSL/altHAE beside it (API 9). Debian 12's libgps is API 11. An older libgps fails
+// here, clearly, rather than building a shim that cannot read a report.
+#if GPSD_API_MAJOR_VERSION < 9
+#error "stepd needs libgps API 9 or later (gpsd 3.20 or later)"
+#endif
+
 struct cgps_session {
     struct gps_data_t data;
-    // gps_read copies the report's JSON here (API >= 7), for the caller to tell a TPV from the rest
+    // gps_read copies the report's JSON here, for the caller to tell a TPV from the rest
     // (gps_data_t.set accumulates bits across reports, so it cannot).
     char message[8192];
 };
@@ -37,6 +45,9 @@ cgps_session *cgps_open(const char *host, const char *port, const char **error)
         free(session);
         return NULL;
     }
+    // libgps makes its socket without SOCK_CLOEXEC: set the flag before anything else can run a program.
+    int flags = fcntl(session->data.gps_fd, F_GETFD);
+    if (flags >= 0) (void)fcntl(session->data.gps_fd, F_SETFD, flags | FD_CLOEXEC);
     if (gps_stream(&session->data, WATCH_ENABLE | WATCH_JSON, NULL) < 0) {
         *error = strerror(errno != 0 ? errno : EIO);
         gps_close(&session->data);
@@ -63,11 +74,7 @@ int cgps_read(cgps_session *session, const char **message, const char **error)
 {
     errno = 0;
     session->message[0] = '\0';
-#if GPSD_API_MAJOR_VERSION >= 7
     int n = gps_read(&session->data, session->message, (int)sizeof session->message);
-#else
-    int n = gps_read(&session->data);
-#endif
     if (n < 0) {
         *error = failure_text(n);
         return -1;
@@ -90,13 +97,8 @@ void cgps_last_fix(const cgps_session *session, cgps_fix *fix)
     fix->mode = f->mode;
     fix->latitude_deg = finite_or_nan(f->latitude);
     fix->longitude_deg = finite_or_nan(f->longitude);
-#if GPSD_API_MAJOR_VERSION >= 9
     fix->alt_msl_m = finite_or_nan(f->altMSL);
     fix->alt_hae_m = finite_or_nan(f->altHAE);
-#else
-    fix->alt_msl_m = finite_or_nan(f->altitude);
-    fix->alt_hae_m = NAN;
-#endif
     fix->eph_m = finite_or_nan(f->eph);
     fix->epv_m = finite_or_nan(f->epv);
     fix->speed_mps = finite_or_nan(f->speed);

@@ -1,7 +1,10 @@
+#define _GNU_SOURCE   // pipe2
 #include "ciio.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 struct iio_context *ciio_create_context(const char *uri, int *error_out)
 {
@@ -45,3 +48,8 @@ struct iio_buffer *ciio_device_create_buffer(const struct iio_device *dev, size_
     return buf;
 }
 
+
+int ciio_wake_pipe(int fds[2])
+{
+    return pipe2(fds, O_CLOEXEC | O_NONBLOCK);
+}

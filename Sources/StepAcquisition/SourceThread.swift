@@ -1,21 +1,32 @@
 import Foundation
+import Logging
+import Synchronization
 
 /// A source's own thread and how it stops, the same for every source (IIO accelerometer and barometer, gpsd,
 /// replay): the thread polls `isStopped` or sleeps in `wait`, which a stop cuts short; a blocking read installs
-/// a way to unblock it (libiio's iio_buffer_cancel) with `whileBlocking`. `stop()` returns once the thread has
-/// ended, so that no last batch reaches the engine (and through it the store) after the source was stopped.
+/// a way to unblock it (libiio's iio_buffer_cancel) with `whileBlocking`. `stop()` waits until the thread has
+/// ended, so that no last batch reaches the engine (and through it the store) after the source was stopped,
+/// but at most `stopTimeoutSeconds`: it returns false when the thread was still running then, and every source
+/// logs that (a wedged driver), so a stop that did not wait is never silent.
 ///
-/// `@unchecked Sendable`: every mutable field is read and written under `condition`'s lock.
-public final class SourceThread: @unchecked Sendable {
+/// Sendable by construction: the state is in a Mutex. `wakeUps` only orders sleeps and wake-ups: a sleeper
+/// looks at the state and sleeps under its lock, and whoever changes the state broadcasts under it, so no
+/// wake-up falls between the look and the sleep.
+public final class SourceThread: Sendable {
     /// How long `stop()` waits for the thread: longer than any one read of a source (a gpsd wait is 0.5 s, a
     /// libiio refill is cancelled), short enough that a wedged driver cannot hold SIGTERM back.
     public static let stopTimeoutSeconds = 3.0
 
+    private struct State {
+        var stopped = false
+        var running = false
+        /// How to unblock the read the thread is in (whileBlocking); run under the lock, see there.
+        var cancelHook: (@Sendable () -> Void)?
+    }
+
     private let name: String
-    private let condition = NSCondition()
-    private var stopped = false
-    private var running = false
-    private var cancelHook: (() -> Void)?
+    private let state = Mutex(State())
+    private let wakeUps = NSCondition()
 
     public init(name: String) {
         self.name = name
@@ -23,41 +34,48 @@ public final class SourceThread: @unchecked Sendable {
 
     /// Runs `body` on a new thread named `name`; `body` returns when `isStopped` or when it has nothing more.
     public func start(_ body: @escaping @Sendable () -> Void) {
-        condition.lock()
-        running = true
-        condition.unlock()
+        state.withLock { $0.running = true }
         let thread = Thread { [self] in
             body()
-            condition.lock()
-            running = false
-            condition.broadcast()
-            condition.unlock()
+            wakeUps.lock()
+            state.withLock { $0.running = false }
+            wakeUps.broadcast()
+            wakeUps.unlock()
         }
         thread.name = name
         thread.start()
     }
 
-    public var isStopped: Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        return stopped
+    public var isStopped: Bool { state.withLock { $0.stopped } }
+
+    /// Asks the thread to stop, unblocks its read, and waits until it has ended, at most `timeoutSeconds`.
+    /// Returns false when the thread was still running then: the caller says so (a driver that does not let go).
+    public func stop(timeoutSeconds: Double = stopTimeoutSeconds) -> Bool {
+        wakeUps.lock()
+        defer { wakeUps.unlock() }
+        // The hook runs under the state's lock so it can never outlive the buffer it cancels (see whileBlocking).
+        state.withLock {
+            $0.stopped = true
+            $0.cancelHook?()
+        }
+        wakeUps.broadcast()
+        let deadline = Date(timeIntervalSinceNow: timeoutSeconds)
+        while state.withLock({ $0.running }) {
+            if !wakeUps.wait(until: deadline) { break }
+        }
+        return !state.withLock { $0.running }
     }
 
-    /// Asks the thread to stop, unblocks its read, and waits until it has ended (at most `stopTimeoutSeconds`).
-    /// Returns false when the thread was still running then.
-    @discardableResult
-    public func stop() -> Bool {
-        // The hook runs under the lock so it can never outlive the buffer it cancels (see whileBlocking).
-        condition.lock()
-        defer { condition.unlock() }
-        stopped = true
-        cancelHook?()
-        condition.broadcast()
-        let deadline = Date(timeIntervalSinceNow: Self.stopTimeoutSeconds)
-        while running {
-            if !condition.wait(until: deadline) { break }
+    /// `stop()` for a source: a thread that did not end within the time-out is a warning naming `what`, and the
+    /// daemon goes on (a read that never returns must not hold SIGTERM back).
+    public func stop(logger: Logger, _ what: String, timeoutSeconds: Double = stopTimeoutSeconds) {
+        if !stop(timeoutSeconds: timeoutSeconds) {
+            logger.warning("\(what): the thread did not stop within \(Self.seconds(timeoutSeconds)) s (a read that does not return); going on without it")
         }
-        return !running
+    }
+
+    private static func seconds(_ value: Double) -> String {
+        value == value.rounded() ? String(Int(value)) : String(value)
     }
 
     /// Sleeps up to `seconds`; true if stopped.
@@ -66,26 +84,23 @@ public final class SourceThread: @unchecked Sendable {
     }
 
     public func wait(until deadline: Date) -> Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        while !stopped {
-            if !condition.wait(until: deadline) { break }
+        wakeUps.lock()
+        defer { wakeUps.unlock() }
+        while !isStopped {
+            if !wakeUps.wait(until: deadline) { break }
         }
-        return stopped
+        return isStopped
     }
 
-    /// Runs `body` with `cancel` installed as the way to unblock it.
-    public func whileBlocking<T>(cancel: @escaping () -> Void, _ body: () throws -> T) rethrows -> T {
-        condition.lock()
-        cancelHook = cancel
-        let already = stopped
-        condition.unlock()
-        if already { cancel() }
-        defer {
-            condition.lock()
-            cancelHook = nil
-            condition.unlock()
+    /// Runs `body` with `cancel` installed as the way to unblock it. `cancel` runs on the thread calling
+    /// `stop()`, under the state's lock: `body` cannot return (and free what `cancel` touches) meanwhile.
+    public func whileBlocking<T>(cancel: @escaping @Sendable () -> Void, _ body: () throws -> T) rethrows -> T {
+        let already = state.withLock {
+            $0.cancelHook = cancel
+            return $0.stopped
         }
+        if already { cancel() }
+        defer { state.withLock { $0.cancelHook = nil } }
         return try body()
     }
 }

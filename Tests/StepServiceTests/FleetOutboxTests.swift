@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 @testable import StepService
 import StepProtocol
+import Synchronization
 import XCTest
 
 /// The MQTT outbox in a real store (Fleet/StepStore+Outbox.swift): what goes in, once and in order, from the
@@ -25,13 +26,15 @@ final class FleetOutboxTests: XCTestCase {
     }
 
     /// Calls a store method that completes on its queue, and returns what it completed with.
-    private func wait<T>(_ call: (@escaping @Sendable (Result<T, StoreError>) -> Void) -> Void) throws -> T {
-        let box = NSLock()
-        nonisolated(unsafe) var result: Result<T, StoreError>?
+    private func wait<T: Sendable>(_ call: (@escaping @Sendable (Result<T, StoreError>) -> Void) -> Void) throws -> T {
+        let result = Completion<T>()
         let done = DispatchSemaphore(value: 0)
-        call { r in box.lock(); result = r; box.unlock(); done.signal() }
+        call { r in
+            result.value.withLock { $0 = r }
+            done.signal()
+        }
         XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
-        return try XCTUnwrap(result).get()
+        return try XCTUnwrap(result.value.withLock { $0 }).get()
     }
 
     private let encoder = StepStore.OutboxEncoder.payloads(device: "t")
@@ -179,4 +182,9 @@ final class FleetOutboxTests: XCTestCase {
         XCTAssertEqual(try rows(store).map(\.key), ["t/\(Timestamp.string(now.addingTimeInterval(-1_800)))/departure"])
         store.close()
     }
+}
+
+/// What a store call completed with, from its queue.
+private final class Completion<T: Sendable>: Sendable {
+    let value = Mutex<Result<T, StoreError>?>(nil)
 }

@@ -36,6 +36,8 @@ final class InMemoryDaemon: ClientResponder {
         requestsHandled.append(request.command)
         let loop = session.channel.eventLoop
         let reply: (Data) -> Void = { respond(.line($0)) }
+        // What the replies given later need, handed to the loop they run on (the embedded one).
+        let later = NIOLoopBound((daemon: self, reply: reply, respond: respond), eventLoop: loop)
         do {
             switch request.command {
             case .steps:
@@ -46,20 +48,21 @@ final class InMemoryDaemon: ClientResponder {
                 reply(Wire.line(WatchMessage(enable: enable, classes: session.watched.map(\.rawValue).sorted(),
                                              rate_hz: nil, id: request.id)))
             case .reset:
-                loop.execute { [self] in
-                    steps = 0
-                    since = since.addingTimeInterval(60)
-                    reply(Wire.line(stepsMessage(id: request.id)))
+                loop.execute {
+                    let (daemon, reply, _) = later.value
+                    daemon.steps = 0
+                    daemon.since = daemon.since.addingTimeInterval(60)
+                    reply(Wire.line(daemon.stepsMessage(id: request.id)))
                 }
             case .history:
                 let text = Timestamp.string(since)
                 let bins = [HistoryBinMessage(start: text, end: text, date: nil, steps: steps, distance_m: 0, floors: nil)]
                 let message = HistoryMessage(from: text, to: text, bin: "hour", time_zone: "UTC", bins: bins, id: request.id)
-                loop.execute { reply(Wire.line(message)) }
+                loop.execute { later.value.reply(Wire.line(message)) }
             case .track:
                 // A line of 8 pieces of 16 KiB, twice the unsent limit, answered later as the engine's path is.
-                let pieces = LongLine(id: request.id, pieces: 8)
-                loop.execute { respond(.document(pieces)) }
+                let pieces = NIOLoopBound(LongLine(id: request.id, pieces: 8), eventLoop: loop)
+                loop.execute { later.value.respond(.document(pieces.value)) }
             case .status, .position, .visits:
                 throw RequestError.unknownCommand(request.command.rawValue)
             }
@@ -93,7 +96,7 @@ final class LongLine: ReplyPieces {
     /// The whole line, as the client should receive it.
     var line: String { parts.joined() }
 
-    func next(allocator: ByteBufferAllocator, ready: @escaping () -> Void) -> ReplyPiece {
+    func next(allocator: ByteBufferAllocator, ready: @escaping @Sendable () -> Void) -> ReplyPiece {
         guard piecesMade < parts.count else { return .end }
         defer { piecesMade += 1 }
         return .piece(allocator.buffer(string: parts[piecesMade]))

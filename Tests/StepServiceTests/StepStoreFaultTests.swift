@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 @testable import StepService
+import Synchronization
 import XCTest
 
 /// The store's fault handling against real SQLite files: a damaged write-ahead log is told from a torn tail,
@@ -175,10 +176,9 @@ final class StepStoreFaultTests: XCTestCase {
 }
 
 /// A value shared with a callback on another queue.
-private final class NIOLockedBox<T>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: T
-    init(_ value: T) { self.value = value }
-    func get() -> T { lock.withLock { value } }
-    func set(_ newValue: T) { lock.withLock { value = newValue } }
+private final class NIOLockedBox<T: Sendable>: Sendable {
+    private let value: Mutex<T>
+    init(_ value: T) { self.value = Mutex(value) }
+    func get() -> T { value.withLock { $0 } }
+    func set(_ newValue: T) { value.withLock { $0 = newValue } }
 }

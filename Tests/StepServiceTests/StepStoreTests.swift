@@ -68,7 +68,7 @@ final class StepStoreTests: XCTestCase {
     /// EngineRecording: the engine's steps reach the store with the stride they carry, and a stop saves the count.
     func testEngineStepsAreRecordedWithTheirStride() throws {
         let engine = Engine()
-        var configuration = StepStore.Configuration(directory: directory, stepHoldBackSeconds: engine.stepHoldBackSeconds)
+        let configuration = StepStore.Configuration(directory: directory, stepHoldBackSeconds: engine.stepHoldBackSeconds)
         let store = StepStore(configuration: configuration)
         EngineRecording.start(engine: engine, store: store, logger: Logger(label: "test"))
         // 20 s of walking at 1.8 steps a second, as in EngineStallTests.
@@ -274,7 +274,7 @@ final class StepStoreTests: XCTestCase {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let garbage = Data(repeating: 0x5A, count: 8192)
         let store = makeStore()
-        FileManager.default.createFile(atPath: store.configuration.path, contents: garbage)
+        XCTAssertTrue(FileManager.default.createFile(atPath: store.configuration.path, contents: garbage))
         let fresh = StepStore.Counter(steps: 0, since: Date())
         XCTAssertEqual(store.open(fresh: fresh), fresh)
         XCTAssertEqual(store.status.state, "failed")
@@ -292,7 +292,7 @@ final class StepStoreTests: XCTestCase {
     }
 
     func testStateDirectoryThatIsAFileIsReported() throws {
-        FileManager.default.createFile(atPath: directory, contents: Data("x".utf8))
+        XCTAssertTrue(FileManager.default.createFile(atPath: directory, contents: Data("x".utf8)))
         let store = makeStore()
         _ = store.open(fresh: .init(steps: 0, since: Date()))
         XCTAssertEqual(store.status.state, "failed")

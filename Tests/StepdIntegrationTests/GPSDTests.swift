@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import XCTest
 #if canImport(FoundationXML)
 import FoundationXML
@@ -352,7 +353,7 @@ private final class TrackPointCounter: NSObject, XMLParserDelegate {
 
 /// Failures gathered from the threads that replay logs at once, reported on the test's own thread.
 private final class ProblemList: Sendable {
-    private let problems = Locked<[String]>([])
+    private let problems = Mutex<[String]>([])
     func add(_ more: [String]) { problems.withLock { $0 += more } }
-    var all: [String] { problems.value }
+    var all: [String] { problems.withLock { $0 } }
 }

@@ -97,13 +97,13 @@ final class IIOPermissionWaitTests: XCTestCase {
     func testARefusalThatLastsIsAFaultThatSaysWhatToDo() {
         let refusal = IIOError.notPermitted(device: "iio:device0 (bmi160)", what: "cannot open /dev/iio:device0",
                                             reason: "Permission denied (13)")
-        let early = IIOAccelerometerSource.state(for: refusal, missing: false, sinceAppeared: 1.5)
+        let early = IIOSensorRetry.state(for: refusal, missing: false, sinceAppeared: 1.5)
         XCTAssertEqual(early.name, "waiting")
-        let late = IIOAccelerometerSource.state(for: refusal, missing: false,
-                                                sinceAppeared: IIOAccelerometerSource.udevGraceSeconds + 0.1)
+        let late = IIOSensorRetry.state(for: refusal, missing: false,
+                                                sinceAppeared: IIOSensorRetry.udevGraceSeconds + 0.1)
         XCTAssertEqual(late.name, "unavailable")
         XCTAssertTrue(late.reason?.contains("group stepd") ?? false, "\(late)")
-        let busy = IIOAccelerometerSource.state(for: .deviceBusy(device: "d", path: "/dev/iio:device0"), missing: false,
+        let busy = IIOSensorRetry.state(for: .deviceBusy(device: "d", path: "/dev/iio:device0"), missing: false,
                                                 sinceAppeared: 0.5)
         XCTAssertEqual(busy.name, "busy", "only a refusal of permission is waited for")
     }

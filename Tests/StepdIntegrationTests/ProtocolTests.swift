@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import XCTest
 
 /// The socket protocol, spoken to the real daemon through a real Unix socket.
@@ -210,25 +211,30 @@ final class ProtocolTests: XCTestCase {
             rude.close()
         }
         let group = DispatchGroup()
-        let failures = Locked<[String]>([])
-        let path = daemon.socketPath
+        final class Failures: Sendable {
+            private let list = Mutex<[String]>([])
+            func add(_ s: String) { list.withLock { $0.append(s) } }
+            var all: [String] { list.withLock { $0 } }
+        }
+        let failures = Failures()
+        let socketPath = daemon.socketPath
         for i in 0..<64 {
             group.enter()
             DispatchQueue.global().async {
                 defer { group.leave() }
                 do {
-                    let client = try SocketClient(path: path)
+                    let client = try SocketClient(path: socketPath)
                     for j in 0..<10 {
                         let reply = try client.request(["cmd": j % 2 == 0 ? "steps" : "status", "id": i * 100 + j])
                         if reply["id"] as? Int != i * 100 + j { throw NSError(domain: "id", code: i) }
                     }
                 } catch {
-                    failures.withLock { $0.append("\(i): \(error)") }
+                    failures.add("\(i): \(error)")
                 }
             }
         }
         XCTAssertEqual(group.wait(timeout: .now() + 60), .success)
-        XCTAssertEqual(failures.value, [])
+        XCTAssertEqual(failures.all, [])
         XCTAssertEqual(try daemon.connect().request(["cmd": "status"])["class"] as? String, "STATUS")
     }
 

@@ -205,7 +205,7 @@ final class StoreFaultTests: XCTestCase {
                              Binaries.stepd, "--replay", Binaries.bundledRecording, "--speed", "4", "--loop", "--no-gps",
                              "--state-dir", state, "--socket", socket]
         let logPath = directory.file("ro.log")
-        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        XCTAssertTrue(FileManager.default.createFile(atPath: logPath, contents: nil))
         process.standardOutput = FileHandle(forWritingAtPath: logPath)
         process.standardError = FileHandle(forWritingAtPath: logPath)
         try process.run()

@@ -1,5 +1,6 @@
 import Foundation
 import StepProtocol
+import Synchronization
 import XCTest
 
 /// Nothing a client asks of the store slows counting or holds a stop back: track exports are built off the
@@ -65,11 +66,14 @@ final class StoreLoadTests: XCTestCase {
         _ = try watcher.request(["cmd": "watch", "classes": ["STEP"]])
         _ = try watcher.readObject()
 
-        struct Exports {
-            var finished: [(points: Int, bytes: Int)] = []
-            var errors: [String] = []
+        final class Exports: Sendable {
+            struct Done {
+                var finished: [(points: Int, bytes: Int)] = []
+                var errors: [String] = []
+            }
+            let done = Mutex(Done())
         }
-        let exports = Locked(Exports())
+        let exports = Exports()
         let group = DispatchGroup()
         let socketPath = daemon.socketPath
         for format in ["gpx", "geojson", "gpx"] {
@@ -77,9 +81,10 @@ final class StoreLoadTests: XCTestCase {
                 do {
                     let line = try Self.reply(to: "{\"cmd\":\"track\",\"format\":\"\(format)\"}", at: socketPath)
                     let object = try JSONSerialization.jsonObject(with: line) as? [String: Any] ?? [:]
-                    exports.withLock { $0.finished.append((object["points"] as? Int ?? -1, line.count)) }
+                    let points = object["points"] as? Int ?? -1
+                    exports.done.withLock { $0.finished.append((points, line.count)) }
                 } catch {
-                    exports.withLock { $0.errors.append("\(error)") }
+                    exports.done.withLock { $0.errors.append("\(error)") }
                 }
             }
         }
@@ -94,8 +99,8 @@ final class StoreLoadTests: XCTestCase {
         let longest = gaps.max() ?? .infinity
         print("3 exports of 80,000 points took \(String(format: "%.1f", Date().timeIntervalSince(arrivals[0]))) s; "
               + "\(arrivals.count - 1) STEP events meanwhile, longest gap \(String(format: "%.2f", longest)) s")
-        XCTAssertEqual(exports.value.errors, [])
-        XCTAssertEqual(exports.value.finished.map(\.points), [80_000, 80_000, 80_000])
+        XCTAssertEqual(exports.done.withLock { $0.errors }, [])
+        XCTAssertEqual(exports.done.withLock { $0.finished.map(\.points) }, [80_000, 80_000, 80_000])
         XCTAssertGreaterThan(arrivals.count, 10)
         XCTAssertLessThan(longest, 2, "STEP events stalled during the exports")
         XCTAssertEqual(daemon.terminate(), 0)

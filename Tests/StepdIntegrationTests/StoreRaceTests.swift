@@ -1,5 +1,6 @@
 import Foundation
 import StepProtocol
+import Synchronization
 import XCTest
 
 /// History reads racing a store that gives its database up (the file deleted under it, a full disk): a read
@@ -16,11 +17,10 @@ final class StoreRaceTests: XCTestCase {
             /// Anything else: a connection closed, a reply that is neither HISTORY nor ERROR.
             var failures: [String] = []
         }
-        private let tally = Locked(Tally())
+        private let tally = Mutex(Tally())
         private let group = DispatchGroup()
-        var histories: Int { tally.value.histories }
-        var errors: [String] { tally.value.errors }
-        var failures: [String] { tally.value.failures }
+        var histories: Int { tally.withLock { $0.histories } }
+        var failures: [String] { tally.withLock { $0.failures } }
 
         init(socket: String, count: Int = 4) {
             let from = Timestamp.string(Date().addingTimeInterval(-3650 * 86_400))
@@ -29,15 +29,16 @@ final class StoreRaceTests: XCTestCase {
                 DispatchQueue.global().async(group: group) { [self] in
                     do {
                         let client = try SocketClient(path: socket, receiveTimeout: 20)
-                        while !tally.value.stopped {
+                        while !tally.withLock({ $0.stopped }) {
                             try client.sendLine(request)
                             let reply = try client.readObject()
-                            let kind = reply["class"] as? String, message = reply["message"] as? String ?? "\(reply)"
+                            let kind = reply["class"] as? String
+                            let text = kind == "ERROR" ? reply["message"] as? String ?? "\(reply)" : "unexpected reply \(reply)"
                             tally.withLock {
                                 switch kind {
                                 case "HISTORY": $0.histories += 1
-                                case "ERROR": $0.errors.append(message)
-                                default: $0.failures.append("unexpected reply \(message)")
+                                case "ERROR": $0.errors.append(text)
+                                default: $0.failures.append(text)
                                 }
                             }
                             // An ERROR comes at once while the store is away: a pause spares the CPU (tests run
@@ -45,8 +46,7 @@ final class StoreRaceTests: XCTestCase {
                             if reply["class"] as? String == "ERROR" { usleep(10_000) }
                         }
                     } catch {
-                        let text = "\(error)"
-                        tally.withLock { $0.failures.append(text) }
+                        tally.withLock { $0.failures.append("\(error)") }
                     }
                 }
             }
@@ -59,12 +59,11 @@ final class StoreRaceTests: XCTestCase {
 
         /// The ERRORs that do not say the store's state (`history is unavailable: the store is failed: ...`).
         var errorsWithoutState: [String] {
-            errors.filter { !$0.hasPrefix("history is unavailable: the store is ") }
+            tally.withLock { $0.errors.filter { !$0.hasPrefix("history is unavailable: the store is ") } }
         }
 
         var summary: String {
-            let tally = self.tally.value
-            return "\(tally.histories) HISTORY replies, \(tally.errors.count) ERRORs, \(tally.failures.count) failures"
+            tally.withLock { "\($0.histories) HISTORY replies, \($0.errors.count) ERRORs, \($0.failures.count) failures" }
         }
     }
 
@@ -155,7 +154,7 @@ final class StoreRaceTests: XCTestCase {
                              Binaries.stepd, "--replay", Binaries.bundledRecording, "--speed", "4", "--loop", "--no-gps",
                              "--state-dir", state, "--socket", socket]
         let logPath = directory.file("stepd.log")
-        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        XCTAssertTrue(FileManager.default.createFile(atPath: logPath, contents: nil))
         // One handle for both, so that the two streams append rather than write over each other.
         let logHandle = FileHandle(forWritingAtPath: logPath)
         process.standardOutput = logHandle

@@ -141,7 +141,7 @@ final class StoreRestartTests: XCTestCase {
         let directory = try TemporaryDirectory()
         let state = directory.file("state")
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-        _ = FileManager.default.createFile(atPath: state + "/stepd.sqlite", contents: Data(repeating: 0x42, count: 4096))
+        XCTAssertTrue(FileManager.default.createFile(atPath: state + "/stepd.sqlite", contents: Data(repeating: 0x42, count: 4096)))
         let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--speed", "8", "--loop",
                                             "--state-dir", state], directory: directory)
         let client = try daemon.connect()

@@ -1,4 +1,4 @@
-// Thin shim over libgps: hides the API differences between libgps releases. No logic here.
+// Thin shim over libgps (API 9 or later, shim.c): flat structs for Swift. No logic here.
 #ifndef CGPS_H
 #define CGPS_H
 
@@ -12,8 +12,8 @@ typedef struct cgps_fix {
     int mode;                // 0 not seen, 1 no fix, 2 2D, 3 3D (gpsd's MODE_*)
     double latitude_deg;
     double longitude_deg;
-    double alt_msl_m;        // altMSL from API 9, the old `altitude` before
-    double alt_hae_m;        // altHAE from API 9, NaN before
+    double alt_msl_m;        // altMSL
+    double alt_hae_m;        // altHAE
     double eph_m;
     double epv_m;
     double speed_mps;

@@ -34,4 +34,8 @@ int64_t ciio_channel_convert_integer(const struct iio_channel *chn, const void *
 /// A buffer of `samples` scans; NULL with *error_out set to errno on failure (EBUSY: another reader).
 struct iio_buffer *ciio_device_create_buffer(const struct iio_device *dev, size_t samples, int *error_out);
 
+/// A pipe to wake a thread out of poll(): both ends close-on-exec and non-blocking, set atomically (pipe2,
+/// which Swift's Glibc module does not export). Returns 0, or -1 with errno.
+int ciio_wake_pipe(int fds[2]);
+
 #endif

@@ -30,8 +30,9 @@ public final class GPSDSource: Sendable {
         thread.start { [self] in run(sink: sink) }
     }
 
-    /// Stops reading; returns once the thread has closed its connection (SourceThread).
-    public func stop() { thread.stop() }
+    /// Stops reading; returns once the thread has closed its connection, or after SourceThread's time-out with
+    /// a warning.
+    public func stop() { thread.stop(logger: logger, "gpsd") }
 
     private var isStopped: Bool { thread.isStopped }
 

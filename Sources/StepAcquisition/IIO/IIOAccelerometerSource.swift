@@ -1,29 +1,24 @@
 import Foundation
 import Logging
+import Synchronization
 import StepProcessing
 
 /// An IIO accelerometer as a sample source: finds the device (by `selector`, else the first), reads it
-/// buffered when it can and polled when it cannot. With no accelerometer it waits for one (state
-/// `waiting`): woken by the IIO device watcher when a device appears, not by looking every second. On
-/// other faults (busy, unplugged mid-stream) it reports the state and tries again every `retrySeconds`.
-///
-/// `@unchecked Sendable`: the description and kind change under `identity`, the rest is immutable or the thread's.
-public final class IIOAccelerometerSource: SampleSource, @unchecked Sendable {
+/// buffered when it can and polled when it cannot. Waiting for a device, the states and the retries are the
+/// shared loop's (IIOSensorLoop): this type is the accelerometer's reader and what STATUS says of it.
+public final class IIOAccelerometerSource: SampleSource, Sendable {
     public let uri: String
     public let selector: String?
     public let pipelineRateHz: Double
-    private let identity: NSLock = NSLock()
-    private var currentDescription: String
-    private var currentKind: String
-    public var description: String { identity.withLock { currentDescription } }
-    public var kind: String { identity.withLock { currentKind } }
 
-    /// Wait between attempts while the device is busy or failing.
-    public static let retrySeconds = 1.0
-    /// How long a device that has just appeared may refuse the daemon (EACCES) before it is a fault: udev applies
-    /// 60-stepd.rules (group stepd, mode 0660) a moment after the kernel made the node and woke the daemon;
-    /// 1.5-2.7 s were seen when a HID sensor appeared during a systemd boot under QEMU.
-    public static let udevGraceSeconds = 10.0
+    /// What STATUS names: changes on the source's thread when a device is found, read from any thread.
+    private struct Identity {
+        var description: String
+        var kind: String
+    }
+    private let identity: Mutex<Identity>
+    public var description: String { identity.withLock { $0.description } }
+    public var kind: String { identity.withLock { $0.kind } }
 
     private let logger: Logger
     private let thread = SourceThread(name: "stepd.iio")
@@ -36,11 +31,9 @@ public final class IIOAccelerometerSource: SampleSource, @unchecked Sendable {
         self.pipelineRateHz = pipelineRateHz
         self.logger = logger
         if let (_, found) = try? IIODiscovery.find(uri: uri, selector: selector) {
-            currentDescription = found.displayName
-            currentKind = found.buffered ? "iio-buffer" : "iio-poll"
+            identity = Mutex(Identity(description: found.displayName, kind: found.buffered ? "iio-buffer" : "iio-poll"))
         } else {
-            currentDescription = selector.map { "iio \($0)" } ?? "iio accelerometer"
-            currentKind = "iio"
+            identity = Mutex(Identity(description: selector.map { "iio \($0)" } ?? "iio accelerometer", kind: "iio"))
         }
     }
 
@@ -48,82 +41,34 @@ public final class IIOAccelerometerSource: SampleSource, @unchecked Sendable {
     public var foundDevice: Bool { kind != "iio" }
 
     public func start(sink: SampleSink) {
-        thread.start { [self] in run(sink: sink) }
+        thread.start { [self] in
+            IIOSensorLoop(rule: IIODiscovery.Rule(), uri: uri, selector: selector, thread: thread, logger: logger)
+                .run(report: sink.sourceStateChanged) { device, found in try read(device, found, sink: sink) }
+        }
     }
 
-    /// Returns once the reading thread has ended (SourceThread).
-    public func stop() { thread.stop() }
+    /// Returns once the reading thread has ended, or after SourceThread's time-out with a warning.
+    public func stop() { thread.stop(logger: logger, "iio accelerometer") }
 
-    private func run(sink: SampleSink) {
-        // A local context can be watched for devices appearing; a remote iiod cannot, so it is asked again.
-        let watcher = uri.hasPrefix("local") ? IIODeviceWatcher(logger: logger) : nil
-        var lastState: SourceState?
-        // When the device was last found after being missing: a refusal soon after is udev not done yet.
-        var appearedAt: Date?
-        while !thread.isStopped {
-            watcher?.drain()
-            logger.trace("iio: looking for an accelerometer through \(uri)")
-            var missing = false
-            do {
-                let (device, found) = try IIODiscovery.find(uri: uri, selector: selector)
-                identify(found, sink: sink)
-                if appearedAt == nil { appearedAt = Date() }
-                // Found again: a fault from here on is news, even the same one as last time (a second
-                // unplug after a quick replug would otherwise go unreported). The engine drops repeats.
-                lastState = nil
-                let counter = IIOStepCounter(device: device)
-                if found.buffered {
-                    try IIOBufferedSource(device: device, pipelineRateHz: pipelineRateHz, logger: logger)
-                        .run(sink: sink, stop: thread, hardwareSteps: counter)
-                } else {
-                    try IIOPolledSource(device: device, rateHz: pipelineRateHz, logger: logger)
-                        .run(sink: sink, stop: thread, hardwareSteps: counter)
-                }
-                lastState = nil
-            } catch let error as IIOError {
-                missing = Self.isMissing(error, uri: uri)
-                if missing || error.isDisconnection { appearedAt = nil }
-                let state = Self.state(for: error, missing: missing,
-                                       sinceAppeared: appearedAt.map { Date().timeIntervalSince($0) })
-                // Report a fault once; retries of the same fault stay quiet (the engine logs transitions).
-                if state != lastState { sink.sourceStateChanged(state) }
-                lastState = state
-            } catch {
-                sink.sourceStateChanged(.unavailable(reason: "\(error)"))
-            }
-            if thread.waitBeforeRetry(deviceMissing: missing, watcher: watcher, retrySeconds: Self.retrySeconds) { break }
+    /// Reads the accelerometer found until the source stops (returns) or a fault (throws).
+    private func read(_ device: IIODevice, _ found: AccelerometerDescription, sink: SampleSink) throws {
+        identify(found, sink: sink)
+        let counter = IIOStepCounter(device: device)
+        if found.buffered {
+            try IIOBufferedSource(device: device, pipelineRateHz: pipelineRateHz, logger: logger)
+                .run(sink: sink, stop: thread, hardwareSteps: counter)
+        } else {
+            try IIOPolledSource(device: device, rateHz: pipelineRateHz, logger: logger)
+                .run(sink: sink, stop: thread, hardwareSteps: counter)
         }
-        sink.sourceStateChanged(.finished)
     }
 
     private func identify(_ found: AccelerometerDescription, sink: SampleSink) {
-        let kind = found.buffered ? "iio-buffer" : "iio-poll"
-        let changed: Bool = identity.withLock {
-            defer { currentKind = kind; currentDescription = found.displayName }
-            return currentKind != kind || currentDescription != found.displayName
+        let now = Identity(description: found.displayName, kind: found.buffered ? "iio-buffer" : "iio-poll")
+        let changed: Bool = identity.withLock { current in
+            defer { current = now }
+            return current.kind != now.kind || current.description != now.description
         }
-        if changed { sink.sourceIdentified(kind: kind, description: found.displayName) }
+        if changed { sink.sourceIdentified(kind: now.kind, description: now.description) }
     }
-
-    /// The state to report for a fault. A device that refuses the daemon within `udevGraceSeconds` of appearing
-    /// is `waiting` for udev (a notice in the log), not `unavailable` (a warning): the refusal is expected at
-    /// every plug-in and at boot, and only a refusal that lasts is a fault a person must fix.
-    static func state(for error: IIOError, missing: Bool, sinceAppeared: TimeInterval?) -> SourceState {
-        if case .notPermitted(let device, _, _) = error, let sinceAppeared, sinceAppeared < udevGraceSeconds {
-            return .waiting(reason: "\(device) has just appeared and is not readable yet: waiting for udev to give it "
-                            + "to group stepd (60-stepd.rules)")
-        }
-        return error.sourceState(missing: missing)
-    }
-
-    /// No accelerometer (yet) on this machine: nothing to retry until a device appears.
-    static func isMissing(_ error: IIOError, uri: String) -> Bool {
-        switch error {
-        case .noAccelerometer, .deviceNotFound: return true
-        // A local context with no IIO subsystem yet: the iio module is not loaded until a driver needs it.
-        case .contextUnavailable: return uri.hasPrefix("local")
-        default: return false
-        }
-    }
-
 }

@@ -23,6 +23,14 @@ public enum IIOBarometerDiscovery {
         throw IIOError.barometerNotFound(selector: selector, barometers: found.map { $0.1.displayName })
     }
 
+    /// The barometer as a kind of sensor for the shared loop (IIOSensorLoop).
+    struct Rule: IIODiscoveryRule {
+        var looking: String { "a barometer" }
+        func find(uri: String, selector: String?) throws -> (IIODevice, BarometerDescription) {
+            try IIOBarometerDiscovery.find(uri: uri, selector: selector)
+        }
+    }
+
     /// A barometer has an input channel `pressure` (or `pressure0`) with a processed or a raw value.
     static func isBarometer(_ device: IIODevice) -> Bool {
         !device.isTrigger && pressureChannel(of: device) != nil

@@ -6,9 +6,9 @@ import StepProcessing
 
 /// An IIO pressure sensor, polled a few times a second on a thread of its own: a barometer has no need of
 /// a buffer, and most drivers (bmp280, ms5611, dps310) read the chip on each read of `in_pressure_input`.
-/// States and retries as the accelerometer's (IIOAccelerometerSource): `waiting` with none present (woken
-/// by the device watcher), `busy` while another reader holds its buffer (reads answer EBUSY),
-/// `disconnected` when it goes away mid-stream, `running` again when it returns.
+/// Waiting for a device, the states and the retries are the shared loop's (IIOSensorLoop), as the
+/// accelerometer's: `waiting` with none present (woken by the device watcher), `busy` while another reader holds
+/// its buffer (reads answer EBUSY), `disconnected` when it goes away mid-stream, `running` again when it returns.
 public final class IIOBarometerSource: Sendable {
     public let uri: String
     public let selector: String?
@@ -16,7 +16,6 @@ public final class IIOBarometerSource: Sendable {
     /// a reading in 5-40 ms (their datasheets' measurement times), so the bus is idle most of the time.
     public let rateHz: Double
     public static let defaultRateHz = 4.0
-    public static let retrySeconds = 1.0
 
     private let logger: Logger
     private let thread = SourceThread(name: "stepd.barometer")
@@ -37,34 +36,17 @@ public final class IIOBarometerSource: Sendable {
 
     public func start(sink: BarometerSink) {
         sink.barometerIdentified(kind: "iio", description: description, rateHz: rateHz)
-        thread.start { [self] in run(sink: sink) }
-    }
-
-    /// Returns once the reading thread has ended (SourceThread).
-    public func stop() { thread.stop() }
-
-    private func run(sink: BarometerSink) {
-        let watcher = uri.hasPrefix("local") ? IIODeviceWatcher(logger: logger, looking: "a barometer") : nil
-        var lastError: IIOError?
-        while !thread.isStopped {
-            watcher?.drain()
-            var missing = false
-            do {
-                let (device, found) = try IIOBarometerDiscovery.find(uri: uri, selector: selector)
-                sink.barometerIdentified(kind: "iio", description: found.displayName, rateHz: rateHz)
-                lastError = nil
-                try poll(device, sink: sink)
-            } catch let error as IIOError {
-                missing = Self.isMissing(error, uri: uri)
-                if error != lastError { sink.barometerStateChanged(error.sourceState(missing: missing)) }
-                lastError = error
-            } catch {
-                sink.barometerStateChanged(.unavailable(reason: "\(error)"))
-            }
-            if thread.waitBeforeRetry(deviceMissing: missing, watcher: watcher, retrySeconds: Self.retrySeconds) { break }
+        thread.start { [self] in
+            IIOSensorLoop(rule: IIOBarometerDiscovery.Rule(), uri: uri, selector: selector, thread: thread, logger: logger)
+                .run(report: sink.barometerStateChanged) { device, found in
+                    sink.barometerIdentified(kind: "iio", description: found.displayName, rateHz: rateHz)
+                    try poll(device, sink: sink)
+                }
         }
-        sink.barometerStateChanged(.finished)
     }
+
+    /// Returns once the reading thread has ended, or after SourceThread's time-out with a warning.
+    public func stop() { thread.stop(logger: logger, "iio barometer") }
 
     /// Reads the device at `rateHz` until it fails or the source stops.
     private func poll(_ device: IIODevice, sink: BarometerSink) throws {
@@ -99,15 +81,6 @@ public final class IIOBarometerSource: Sendable {
             try? IIODiscovery.write(device, at, "sampling_frequency", IIODiscovery.format(chosen))
         }
     }
-
-    static func isMissing(_ error: IIOError, uri: String) -> Bool {
-        switch error {
-        case .noBarometer, .barometerNotFound: return true
-        case .contextUnavailable: return uri.hasPrefix("local")
-        default: return false
-        }
-    }
-
 }
 
 /// Reads one pressure in kPa: the processed `in_pressure_input`, or (raw + offset) × scale (the IIO ABI).

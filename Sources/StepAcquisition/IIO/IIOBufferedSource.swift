@@ -58,6 +58,7 @@ struct IIOBufferedSource {
                                         + IIODevice.message(errno: error))
         }
         defer { iio_buffer_destroy(buffer) }
+        let cancel = IIOBufferCancel(buffer: buffer)
         hardwareSteps?.enable()
 
         var timeline = IIOTimeline(rateHz: rateHz, clock: clock)
@@ -66,7 +67,7 @@ struct IIOBufferedSource {
         var batch: [Sample] = []
         batch.reserveCapacity(scans)
         while !stop.isStopped {
-            let result = stop.whileBlocking(cancel: { iio_buffer_cancel(buffer) }) { iio_buffer_refill(buffer) }
+            let result = stop.whileBlocking(cancel: { cancel() }) { iio_buffer_refill(buffer) }
             if stop.isStopped { return }
             if result < 0 {
                 if !device.isPresent || result == -ENODEV { throw IIOError.disconnected(device: name) }
@@ -130,6 +131,16 @@ struct IIOBufferedSource {
             throw IIOError.accessFailed(device: device.displayName, attribute: "trigger/current_trigger", errno: -result)
         }
     }
+}
+
+/// The one libiio call made from another thread than the source's: `stop()` cancels the refill the thread is
+/// blocked in. iio_buffer_cancel is thread-safe (libiio's iio.h: "thread-safe, but not signal-safe"), and
+/// SourceThread calls it only inside `whileBlocking`, under its lock, so never after the buffer is destroyed.
+// unchecked: iio_buffer_cancel is libiio's thread-safe call; SourceThread's state lock keeps the buffer alive.
+struct IIOBufferCancel: @unchecked Sendable {
+    let buffer: OpaquePointer
+
+    func callAsFunction() { iio_buffer_cancel(buffer) }
 }
 
 /// Sample times in seconds on the monotonic clock: from the timestamp channel when there is one, else

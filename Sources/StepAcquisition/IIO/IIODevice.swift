@@ -4,8 +4,9 @@ import Glibc
 import StepProcessing
 
 /// A libiio context; destroyed when the last device taken from it is released.
-/// `@unchecked Sendable`: immutable after init; libiio's context is used by one source thread at a time.
-final class IIOContext: @unchecked Sendable {
+/// Not Sendable: a context and its devices stay on the thread that opened them (a source's, or the caller's of
+/// a discovery); only IIOBufferCancel crosses threads.
+final class IIOContext {
     let pointer: OpaquePointer
     let uri: String
 
@@ -31,8 +32,8 @@ final class IIOContext: @unchecked Sendable {
 }
 
 /// One IIO device with the attribute helpers the sources need; keeps its context alive.
-/// `@unchecked Sendable`: immutable; the libiio pointers are read only on the thread of the source that found it.
-struct IIODevice: IIONamed, @unchecked Sendable {
+/// Not Sendable, as its context.
+struct IIODevice: IIONamed {
     let context: IIOContext
     let pointer: OpaquePointer
 

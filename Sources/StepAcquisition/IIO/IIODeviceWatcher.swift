@@ -1,3 +1,4 @@
+import CIIO
 import Foundation
 import Glibc
 import Logging
@@ -30,7 +31,7 @@ final class IIODeviceWatcher {
     private var wakePipe: [Int32] = [-1, -1]
     private var started = false
 
-    init(logger: Logger, looking: String = "an accelerometer") {
+    init(logger: Logger, looking: String) {
         self.logger = logger
         self.looking = looking
         inotify = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
@@ -41,9 +42,8 @@ final class IIODeviceWatcher {
             }
         }
         uevents = Self.openUeventSocket(logger: logger)
-        if pipe(&wakePipe) == 0 {
-            for fd in wakePipe { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
-        }
+        // Close-on-exec like every descriptor the daemon opens: a helper it ever runs must not hold them.
+        if ciio_wake_pipe(&wakePipe) != 0 { wakePipe = [-1, -1] }
         arm()
         let sysfs = sysfsWatch >= 0 ? "inotify on \(Self.sysfsDevices)" : "\(Self.sysfsDevices) absent for now"
         let dev = inotify >= 0 ? "inotify on \(Self.deviceDirectory)" : "no inotify"
@@ -173,14 +173,5 @@ final class IIODeviceWatcher {
             return -1
         }
         return fd
-    }
-}
-
-extension SourceThread {
-    /// The pause before a source tries its device again: while the device is missing, until the watcher sees
-    /// one appear (or its fallback period ends); while it is present but failing, `retrySeconds`. True if stopped.
-    func waitBeforeRetry(deviceMissing: Bool, watcher: IIODeviceWatcher?, retrySeconds: Double) -> Bool {
-        if deviceMissing, let watcher { return watcher.wait(seconds: IIODeviceWatcher.fallbackSeconds, stop: self) }
-        return wait(seconds: retrySeconds)
     }
 }

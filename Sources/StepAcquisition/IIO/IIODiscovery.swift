@@ -24,6 +24,14 @@ public enum IIODiscovery {
         throw IIOError.deviceNotFound(selector: selector, accelerometers: accelerometers.map { $0.1.displayName })
     }
 
+    /// The accelerometer as a kind of sensor for the shared loop (IIOSensorLoop).
+    struct Rule: IIODiscoveryRule {
+        var looking: String { "an accelerometer" }
+        func find(uri: String, selector: String?) throws -> (IIODevice, AccelerometerDescription) {
+            try IIODiscovery.find(uri: uri, selector: selector)
+        }
+    }
+
     /// An accelerometer has the three input channels accel_x, accel_y, accel_z.
     static func isAccelerometer(_ device: IIODevice) -> Bool {
         !device.isTrigger && accelerationChannels(of: device) != nil

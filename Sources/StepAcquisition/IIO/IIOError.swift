@@ -76,6 +76,14 @@ extension IIOError {
         return .attributeFailed(device: device, attribute: attribute, reason: reason)
     }
 
+    /// No device of the kind asked for: none at all, or none by the name given. Nothing to retry until one appears.
+    var isNoDevice: Bool {
+        switch self {
+        case .noAccelerometer, .deviceNotFound, .noBarometer, .barometerNotFound: return true
+        default: return false
+        }
+    }
+
     /// The device went away (it may come back as a new device, with its permissions to be set again).
     var isDisconnection: Bool {
         if case .disconnected = self { return true }

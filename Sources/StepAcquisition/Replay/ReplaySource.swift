@@ -6,8 +6,9 @@ import StepProcessing
 /// With `loop`, the recording starts again with its clock carried on, so the count keeps growing. A demo
 /// (`--demo`) is the same replay, marked so that STATUS and the daemon treat it as one.
 ///
-/// `@unchecked Sendable`: `pressure` is read and advanced only on the playing thread, after `start`.
-public final class ReplaySource: SampleSource, @unchecked Sendable {
+/// Sendable by construction: everything here is immutable; what a replay advances (its place in the samples and
+/// in the pressure file) lives on the playing thread's stack (`run`).
+public final class ReplaySource: SampleSource, Sendable {
     public let path: String
     public let speed: Double
     public let loop: Bool
@@ -16,8 +17,9 @@ public final class ReplaySource: SampleSource, @unchecked Sendable {
     public var kind: String { isDemo ? "demo" : "replay" }
 
     private let samples: [Sample]
-    /// The barometer's file beside the recording (PressureFile.swift), when there is one.
-    private var pressure: PressureFeed?
+    /// The barometer's file beside the recording (PressureFile.swift), when there is one, as read: each
+    /// playing thread advances a copy of its own.
+    private let pressure: PressureFeed?
     public var pressurePath: String? { pressure?.path }
     private let logger: Logger
     private let thread = SourceThread(name: "stepd.replay")
@@ -50,8 +52,8 @@ public final class ReplaySource: SampleSource, @unchecked Sendable {
         thread.start { [self] in run(sink: sink, barometer: barometer) }
     }
 
-    /// Returns once the playing thread has ended (SourceThread).
-    public func stop() { thread.stop() }
+    /// Returns once the playing thread has ended, or after SourceThread's time-out with a warning.
+    public func stop() { thread.stop(logger: logger, "replay \(path)") }
 
     /// Sleeps until `deadline` (seconds since the reference date) or a stop; true if it was stopped. The
     /// deadline is capped to what ReplayClock can ask for, so no date is ever out of NSCondition's range.
@@ -61,6 +63,7 @@ public final class ReplaySource: SampleSource, @unchecked Sendable {
     }
 
     private func run(sink: SampleSink, barometer: BarometerSink?) {
+        var pressure = self.pressure
         sink.sourceStateChanged(.running)
         pressure?.start(barometer)
         var clock = ReplayClock(speed: speed)

@@ -11,6 +11,7 @@ import Foundation
 /// `@unchecked Sendable`: the libmosquitto handle is set in `init` and freed in `deinit`; libmosquitto locks its
 /// own state for calls from the owner's queue and the network thread; `stopRequested` is behind `wake`, and
 /// `sessionUp` belongs to the network thread (set by the connect callback, which runs there).
+// unchecked: the handle is locked by libmosquitto itself, `stopRequested` by `wake`, `sessionUp` is the network thread's.
 final class MQTTClient: @unchecked Sendable {
     enum Failure: Error, CustomStringConvertible {
         case create

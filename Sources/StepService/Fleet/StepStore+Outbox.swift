@@ -143,7 +143,7 @@ extension StepStore {
     }
 
     /// A write on the store's queue; a store that is away or failing is an error the publisher retries later.
-    private func outboxWrite<T>(_ body: (Database) throws -> T) -> Result<T, StoreError> {
+    private func outboxWrite<T: Sendable>(_ body: (Database) throws -> T) -> Result<T, StoreError> {
         transaction(body)
     }
 }

@@ -223,7 +223,7 @@ final class ClientHandler: ChannelInboundHandler {
     private func writeDocument(context: ChannelHandlerContext) {
         guard case .open(_, .streaming, _) = state, let pieces = document else { return }
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        let resume = {
+        let resume: @Sendable () -> Void = {
             let (handler, context) = loopBound.value
             handler.writeDocument(context: context)
         }

@@ -32,7 +32,7 @@ protocol ReplyPieces: AnyObject {
     var holdsOwnData: Bool { get }
     /// The next piece, `.later` while it is being made (then `ready` is called on the event loop when it is),
     /// or `.end` when the line, its newline included, is out.
-    func next(allocator: ByteBufferAllocator, ready: @escaping () -> Void) -> ReplyPiece
+    func next(allocator: ByteBufferAllocator, ready: @escaping @Sendable () -> Void) -> ReplyPiece
 }
 
 enum ReplyPiece {

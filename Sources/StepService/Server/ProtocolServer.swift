@@ -4,6 +4,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import StepProtocol
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -29,9 +30,9 @@ public enum ServerError: Error, CustomStringConvertible {
 
 /// The Unix-socket server: newline-delimited JSON on one event loop. All per-client state (sessions, watches)
 /// belongs to that loop; the engine's events hop onto it. What each request does: Requests/.
-// @unchecked: the mutable state below "Owned by the event loop" is touched only on `loop` (its entry points
-// assert it); `store`, `fleet`, `channel` and `adoptedSocket` are set by the one thread that starts and stops it.
-public final class ProtocolServer: @unchecked Sendable {
+/// Sendable by construction: that state is in a NIOLoopBoundBox (reached only on `loop`, which it checks), and
+/// what the starting thread sets (`store`, `fleet`, the channel) is behind a Mutex.
+public final class ProtocolServer: Sendable {
     public struct Configuration: Sendable {
         public var socketPath: String
         public var socketMode: mode_t = 0o660
@@ -59,32 +60,84 @@ public final class ProtocolServer: @unchecked Sendable {
     let logger: Logger
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     let loop: EventLoop
-    private var channel: Channel?
     let startedAt = Date()
     let access: AccessPolicy
     let anyoneWatching = NIOLockedValueBox(false)
-    /// True when systemd handed us the socket: then the socket file is systemd's, not ours to remove.
-    private var adoptedSocket = false
+    /// What the thread that starts and stops the server sets.
+    private struct Setup {
+        var channel: Channel?
+        /// True when systemd handed us the socket: then the socket file is systemd's, not ours to remove.
+        var adoptedSocket = false
+        var store: StepStore?
+        var fleet: FleetPublisher?
+    }
+    private let setup = Mutex(Setup())
     /// The history database, when the daemon keeps one; set before `start`.
-    public var store: StepStore?
+    public var store: StepStore? {
+        get { setup.withLock { $0.store } }
+        set { setup.withLock { $0.store = newValue } }
+    }
     /// The MQTT publisher, when `--mqtt-url` is given; set before `start`.
-    public var fleet: FleetPublisher?
+    public var fleet: FleetPublisher? {
+        get { setup.withLock { $0.fleet } }
+        set { setup.withLock { $0.fleet = newValue } }
+    }
 
     /// What clients can trigger (refusals, closings, resets refused) is logged through this: one line per
     /// cause per 10 s, with a count.
     let clientLog: RateLimitedLog
 
-    // Owned by the event loop.
-    var sessions: [ObjectIdentifier: ClientSession] = [:]
-    /// Connections per uid, for the per-user limit.
-    var connectionsByUID: [uid_t: Int] = [:]
-    var droppedWatchers = 0
-    /// Clients closed because they had too many requests waiting (ClientHandler).
-    var closedClients = 0
-    /// The heap's trim, due a second after the last client left (returnFreedMemorySoon).
-    var memoryTrim: Scheduled<Void>?
-    /// The newest wall time a MOTION was encoded for, so that all watchers due share one encoding.
-    var motionCache: (sampleTime: Double, data: Data)?
+    /// Owned by the event loop.
+    struct LoopState {
+        var sessions: [ObjectIdentifier: ClientSession] = [:]
+        /// Connections per uid, for the per-user limit.
+        var connectionsByUID: [uid_t: Int] = [:]
+        var droppedWatchers = 0
+        /// Clients closed because they had too many requests waiting (ClientHandler).
+        var closedClients = 0
+        /// The heap's trim, due a second after the last client left (returnFreedMemorySoon).
+        var memoryTrim: Scheduled<Void>?
+        /// The newest wall time a MOTION was encoded for, so that all watchers due share one encoding.
+        var motionCache: (sampleTime: Double, data: Data)?
+    }
+    /// Empty until the loop first touches it (made off the loop, the box may only start empty).
+    private let onLoop: NIOLoopBoundBox<LoopState?>
+
+    /// The loop's state; on the loop only (the box checks).
+    var loopState: LoopState {
+        get { onLoop.value ?? LoopState() }
+        set { onLoop.value = newValue }
+        _modify {
+            if onLoop.value == nil { onLoop.value = LoopState() }
+            yield &onLoop.value!
+        }
+    }
+    var sessions: [ObjectIdentifier: ClientSession] {
+        get { loopState.sessions }
+        set { loopState.sessions = newValue }
+        _modify { yield &loopState.sessions }
+    }
+    var connectionsByUID: [uid_t: Int] {
+        get { loopState.connectionsByUID }
+        set { loopState.connectionsByUID = newValue }
+        _modify { yield &loopState.connectionsByUID }
+    }
+    var droppedWatchers: Int {
+        get { loopState.droppedWatchers }
+        set { loopState.droppedWatchers = newValue }
+    }
+    var closedClients: Int {
+        get { loopState.closedClients }
+        set { loopState.closedClients = newValue }
+    }
+    var memoryTrim: Scheduled<Void>? {
+        get { loopState.memoryTrim }
+        set { loopState.memoryTrim = newValue }
+    }
+    var motionCache: (sampleTime: Double, data: Data)? {
+        get { loopState.motionCache }
+        set { loopState.motionCache = newValue }
+    }
 
     public init(configuration: Configuration, engine: Engine, logger: Logger = Logger(label: "stepd.server")) {
         self.configuration = configuration
@@ -92,6 +145,7 @@ public final class ProtocolServer: @unchecked Sendable {
         self.logger = logger
         clientLog = RateLimitedLog(logger: logger)
         loop = group.next()
+        onLoop = .makeEmptyBox(eventLoop: loop)
         access = AccessPolicy(adminGroup: configuration.adminGroup.flatMap(AccessPolicy.groupID(named:)))
         if let name = configuration.adminGroup, access.adminGroup == nil {
             logger.warning("admin group '\(name)' does not exist; only root and the daemon's user may reset")
@@ -100,8 +154,8 @@ public final class ProtocolServer: @unchecked Sendable {
         let anyoneWatching = self.anyoneWatching
         engine.onEvent { [weak self] event in
             // With nobody watching, the event loop is not woken at all: a quiet daemon stays quiet.
-            guard anyoneWatching.withLockedValue({ $0 }) else { return }
-            loop.execute { self?.broadcast(event) }
+            guard anyoneWatching.withLockedValue({ $0 }), let self else { return }
+            loop.execute { self.broadcast(event) }
         }
     }
 
@@ -110,23 +164,28 @@ public final class ProtocolServer: @unchecked Sendable {
         let path = configuration.socketPath
         try prepare(path: path)
         do {
-            channel = try bootstrap().bind(unixDomainSocketPath: path).wait()
+            let channel = try bootstrap().bind(unixDomainSocketPath: path).wait()
+            setup.withLock { $0.channel = channel }
         } catch {
             throw ServerError.cannotBind(path: path, reason: "\(error)")
         }
-        chmod(path, configuration.socketMode)
-        if let name = configuration.socketGroup, let gid = AccessPolicy.groupID(named: name) {
-            chown(path, uid_t.max, gid)  // -1 keeps the owner
+        // The daemon serves even so (root and its own user can still connect), but the log says who cannot.
+        for problem in Self.setPermissions(path: path, mode: configuration.socketMode, group: configuration.socketGroup) {
+            logger.warning("\(problem)")
         }
         logger.info("listening on \(path)")
     }
 
     /// Serves on a socket that is already bound and listening: systemd's socket activation (LISTEN_FDS).
     public func start(adoptingListeningSocket descriptor: CInt) throws {
-        adoptedSocket = true
         do {
-            channel = try bootstrap().withBoundSocket(descriptor).wait()
+            let channel = try bootstrap().withBoundSocket(descriptor).wait()
+            setup.withLock {
+                $0.adoptedSocket = true
+                $0.channel = channel
+            }
         } catch {
+            setup.withLock { $0.adoptedSocket = true }
             throw ServerError.cannotBind(path: configuration.socketPath, reason: "adopting descriptor \(descriptor): \(error)")
         }
         logger.info("serving the socket systemd passed (\(configuration.socketPath))")
@@ -155,6 +214,7 @@ public final class ProtocolServer: @unchecked Sendable {
     }
 
     public func stop() {
+        let (channel, adoptedSocket) = setup.withLock { ($0.channel, $0.adoptedSocket) }
         try? channel?.close().wait()
         try? loop.submit { [self] in memoryTrim?.cancel() }.wait()
         try? loop.submit { [self] in
@@ -182,6 +242,21 @@ public final class ProtocolServer: @unchecked Sendable {
         }
         if SocketProbe.isListening(path: path) { throw ServerError.socketInUse(path: path) }
         unlink(path)
+    }
+
+    /// Gives the socket its mode and group (`-1` keeps the owner); returns what failed, with errno's words: a
+    /// socket left 0755 or root's group refuses the clients the mode and group were meant to admit.
+    static func setPermissions(path: String, mode: mode_t, group name: String?) -> [String] {
+        var problems: [String] = []
+        if chmod(path, mode) != 0 {
+            problems.append("cannot set the mode of \(path) to \(String(mode, radix: 8)): \(String(cString: strerror(errno)));"
+                            + " clients other than root and the daemon's user may be refused")
+        }
+        if let name, let gid = AccessPolicy.groupID(named: name), chown(path, uid_t.max, gid) != 0 {
+            problems.append("cannot give \(path) to group \(name): \(String(cString: strerror(errno)));"
+                            + " its members may be refused")
+        }
+        return problems
     }
 
     private static func kind(of mode: mode_t) -> String {

@@ -1,5 +1,7 @@
+import Dispatch
 import Foundation
 import GRDB
+import Synchronization
 
 /// The open database pool and the reads that hold it. GRDB's `DatabasePool` must not be closed while a read
 /// uses it: a read that meets a closed connection hands SQLite a freed handle (SIGSEGV in
@@ -9,48 +11,50 @@ import GRDB
 ///
 /// No new pool is installed while a retired one is still open: closing runs SQLite's last checkpoint and then
 /// deletes the write-ahead log *by name*, which must never be the next database's log.
-final class DatabaseLeases: @unchecked Sendable {
-    // All under `condition`.
-    private let condition = NSCondition()
-    private var pool: DatabasePool?
-    /// The pool is being given up: no new lease, and the reads holding one stop.
-    private var retired = false
-    private var holders = 0
+///
+/// Sendable by construction: the pool and whether it is retired are in a Mutex; the leases held are counted by
+/// a DispatchGroup (entered under the Mutex), which `retire` waits on.
+final class DatabaseLeases: Sendable {
+    private struct State {
+        var pool: DatabasePool?
+        /// The pool is being given up: no new lease, and the reads holding one stop.
+        var retired = false
+    }
+    private let state = Mutex(State())
+    /// One member per lease held.
+    private let holders = DispatchGroup()
 
     /// Makes `pool` the one reads lease (on the store's queue, once `retire` has closed the previous one).
     func install(_ pool: DatabasePool) {
-        condition.withLock {
-            precondition(self.pool == nil, "a database pool installed while another is still open")
-            self.pool = pool
-            retired = false
+        state.withLock {
+            precondition($0.pool == nil, "a database pool installed while another is still open")
+            $0.pool = pool
+            $0.retired = false
         }
     }
 
     /// The pool for one read, or nil when there is none or it is being given up. Every lease is returned with
     /// `release()`.
     func lease() -> DatabasePool? {
-        condition.withLock {
-            guard let pool, !retired else { return nil }
-            holders += 1
+        state.withLock {
+            guard let pool = $0.pool, !$0.retired else { return nil }
+            holders.enter()
             return pool
         }
     }
 
     func release() {
-        condition.withLock {
-            holders -= 1
-            if holders == 0 { condition.broadcast() }
-        }
+        holders.leave()
     }
 
     /// Whether the pool a read holds is being given up: the read stops and says the store's state. (There
     /// is one pool at a time, so a holder's pool is always the current one.)
-    var isRevoked: Bool { condition.withLock { retired } }
+    var isRevoked: Bool { state.withLock { $0.retired } }
 
     /// Stops the reads in flight at their next statement or row (SQLite's interrupt), from any thread; the
     /// lock keeps the pool open meanwhile.
     func interrupt() {
-        condition.withLock { pool?.interrupt() }
+        state.withLock { $0.pool?.interrupt() }
     }
 
     /// Gives the pool up: no new lease, the reads holding one are interrupted, and once the last has been
@@ -58,17 +62,21 @@ final class DatabaseLeases: @unchecked Sendable {
     /// stays retired, and a later call closes it. On the store's queue.
     @discardableResult
     func retire(waitingUpTo timeout: TimeInterval) throws -> Bool {
-        try condition.withLock {
-            guard let pool else { return true }
-            if !retired {
-                retired = true
+        let held = state.withLock { state -> Bool in
+            guard let pool = state.pool else { return false }
+            if !state.retired {
+                state.retired = true
                 pool.interrupt()
             }
-            let deadline = Date().addingTimeInterval(timeout)
-            while holders > 0, condition.wait(until: deadline) {}
-            guard holders == 0 else { return false }
-            self.pool = nil
-            retired = false
+            return true
+        }
+        guard held else { return true }
+        // No lease is taken once retired, so the count only falls while this waits.
+        guard holders.wait(timeout: .now() + max(0, timeout)) == .success else { return false }
+        return try state.withLock { state throws -> Bool in
+            guard let pool = state.pool else { return true }
+            state.pool = nil
+            state.retired = false
             // Under the lock, so that `interrupt` never reaches a closing pool.
             try pool.close()
             return true

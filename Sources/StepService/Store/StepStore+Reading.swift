@@ -83,8 +83,8 @@ extension StepStore {
                     latitudeDegrees: row[2], longitudeDegrees: row[3], radiusMeters: row[4], fixCount: row[5])
     }
 
-    private func read<T>(completion: @escaping @Sendable (Result<T, StoreError>) -> Void,
-                         _ body: @escaping (DatabasePool) throws -> T) {
+    private func read<T: Sendable>(completion: @escaping @Sendable (Result<T, StoreError>) -> Void,
+                                   _ body: @escaping @Sendable (DatabasePool) throws -> T) {
         queue.async { [self] in
             flushForReading()
             readers.addOperation { [self] in

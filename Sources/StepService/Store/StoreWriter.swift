@@ -4,7 +4,7 @@ import StepProcessing
 
 /// The GRDB side of the store: opens the SQLite file (WAL), writes batches, prunes, and notices a file that is
 /// no longer the one at its path. It decides nothing about when (CommitPolicy) and reports every failure as a
-/// StoreError for StepStore to publish. Used only on the store's queue, except `interrupt`; reads lease the
+/// StoreError for StepStore to publish. Used only on the store's queue (StoreCore); reads lease the
 /// pool from `leases`, which closes it only when no read holds it.
 final class StoreWriter {
     let directory: String
@@ -148,11 +148,6 @@ final class StoreWriter {
         } catch {
             throw .cannotWrite(path: path, reason: StepStore.reason(error))
         }
-    }
-
-    /// Stops the reads in flight at their next statement or row (SQLite's interrupt); from any thread.
-    func interrupt() {
-        leases.interrupt()
     }
 
     /// Closes the file for good (a clean stop), once the reads in flight (interrupted) have returned.

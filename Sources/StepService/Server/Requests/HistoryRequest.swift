@@ -7,6 +7,7 @@ import StepProtocol
 /// midnight today; without `to`, it ends now; the bin defaults to hour.
 extension ProtocolServer {
     func history(_ request: Request, loop: EventLoop, reply: @escaping (Data) -> Void) throws {
+        let reply = NIOLoopBound(reply, eventLoop: loop)  // called on the loop only
         let store = try storeForRequest()
         let timeZone = TimeZone.current
         var calendar = Calendar(identifier: .gregorian)
@@ -41,7 +42,7 @@ extension ProtocolServer {
             case .failure(let error):
                 line = Wire.line(ErrorMessage(error, id: id))
             }
-            loop.execute { reply(line) }
+            loop.execute { reply.value(line) }
         }
     }
 

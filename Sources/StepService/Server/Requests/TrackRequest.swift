@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import StepProcessing
 import StepProtocol
+import Synchronization
 
 /// `{"cmd":"track","format":"geojson"|"gpx"}`: the path kept in memory since start (continued from the store),
 /// or with `from`/`to` the store's saved path in that range. The store's read happens off the event loop and
@@ -9,6 +10,7 @@ import StepProtocol
 /// (TrackReply), so a day's 10 MB of GPX is never held whole, whatever the number of clients that ask and do not read.
 extension ProtocolServer {
     func track(_ request: Request, loop: EventLoop, reply: @escaping (Reply) -> Void) throws {
+        let reply = NIOLoopBound(reply, eventLoop: loop)  // called on the loop only
         let id = request.id
         let name = try request.string("format") ?? TrackFormat.geojson.rawValue
         guard let format = TrackFormat(rawValue: name.lowercased()) else {
@@ -17,7 +19,7 @@ extension ProtocolServer {
         let send: @Sendable ([TrackPoint], Double, Bool) -> Void = { points, distanceMeters, own in
             let document = TrackReply(points: points, distanceMeters: distanceMeters, format: format, id: id,
                                       holdsOwnData: own, loop: loop)
-            loop.execute { reply(.document(document)) }
+            loop.execute { reply.value(.document(document)) }
         }
         guard let range = try StoredRange(request) else {
             return engine.trackPath { points, distanceMeters in send(points, distanceMeters, false) }  // shared
@@ -31,7 +33,7 @@ extension ProtocolServer {
                 send(path.points, path.distanceMeters, true)
             case .failure(let error):
                 let line = Wire.line(ErrorMessage(error, id: id))
-                loop.execute { reply(.line(line)) }
+                loop.execute { reply.value(.line(line)) }
             }
         }
     }
@@ -42,8 +44,7 @@ extension ProtocolServer {
 /// reads the one before, so neither the event loop nor the processing queue spends the seconds a day's GPX
 /// takes, and the daemon holds the path (shared with the engine's copy when it is the path in memory) and a
 /// piece, never the document.
-// @unchecked: `writer` is touched only by the one job making a piece (`making`); everything else only on `loop`.
-final class TrackReply: ReplyPieces, @unchecked Sendable {
+final class TrackReply: ReplyPieces, Sendable {
     /// Document text per piece: a few milliseconds of work, few writes for a fast reader.
     static let pieceBytes = 16 * 1024
     /// One queue for every document: on a board's two cores, documents being read fast take one at most, and
@@ -51,14 +52,20 @@ final class TrackReply: ReplyPieces, @unchecked Sendable {
     private static let queue = DispatchQueue(label: "stepd.track-pieces", qos: .utility)
     private let loop: EventLoop
     let holdsOwnData: Bool
-    private var head: Data?
-    private var tail: Data?
-    private var writer: TrackDocumentWriter?
-    /// A piece made and not yet written.
-    private var made: [UInt8]?
-    private var making = false
-    private var finished = false
-    private var whenMade: (() -> Void)?
+
+    /// Where the line is; only on `loop`.
+    private struct Progress: Sendable {
+        var head: Data?
+        var tail: Data?
+        /// A piece made and not yet written.
+        var made: [UInt8]?
+        var making = false
+        var finished = false
+        var whenMade: (@Sendable () -> Void)?
+    }
+    private let progress: NIOLoopBoundBox<Progress>
+    /// Taken by the one job making a piece (`making`), and on the loop to drop it once the document is made.
+    private let writer: Mutex<TrackDocumentWriter?>
 
     init(points: [TrackPoint], distanceMeters: Double, format: TrackFormat, id: JSONValue?, holdsOwnData: Bool,
          loop: EventLoop) {
@@ -76,37 +83,41 @@ final class TrackReply: ReplyPieces, @unchecked Sendable {
                                    points: points.count, start: points.first.map { Timestamp.string($0.time) },
                                    end: points.last.map { Timestamp.string($0.time) }, document: "\u{1}document", id: id)
         let line = Wire.line(message)
+        var progress = Progress()
         if let range = line.firstRange(of: Data("\\u0001document".utf8)) {
-            head = line[..<range.lowerBound]
-            tail = line[range.upperBound...]
-            self.writer = writer
+            progress.head = line[..<range.lowerBound]
+            progress.tail = line[range.upperBound...]
+            self.writer = Mutex(writer)
         } else {
             // Only if the encoder escaped the marker some other way: the line whole rather than a broken one.
             message.document = writer.whole()
-            head = Wire.line(message)
-            finished = true
+            progress.head = Wire.line(message)
+            progress.finished = true
+            self.writer = Mutex(nil)
         }
+        // Made off the loop (the store's or the engine's queue), handed to it whole.
+        self.progress = .makeBoxSendingValue(progress, eventLoop: loop)
     }
 
-    func next(allocator: ByteBufferAllocator, ready: @escaping () -> Void) -> ReplyPiece {
+    func next(allocator: ByteBufferAllocator, ready: @escaping @Sendable () -> Void) -> ReplyPiece {
         loop.assertInEventLoop()
-        if let head {
-            self.head = nil
+        if let head = progress.value.head {
+            progress.value.head = nil
             startMaking()
             return .piece(allocator.buffer(bytes: head))
         }
-        if let made {
-            self.made = nil
+        if let made = progress.value.made {
+            progress.value.made = nil
             startMaking()
             return .piece(allocator.buffer(bytes: made))
         }
-        if !finished {
-            whenMade = ready
+        if !progress.value.finished {
+            progress.value.whenMade = ready
             startMaking()
             return .later
         }
-        if let tail {
-            self.tail = nil
+        if let tail = progress.value.tail {
+            progress.value.tail = nil
             return .piece(allocator.buffer(bytes: tail))
         }
         return .end
@@ -114,15 +125,20 @@ final class TrackReply: ReplyPieces, @unchecked Sendable {
 
     /// Makes the next piece on the utility queue, unless one is made or being made.
     private func startMaking() {
-        guard !making, !finished, made == nil else { return }
-        making = true
+        guard !progress.value.making, !progress.value.finished, progress.value.made == nil else { return }
+        progress.value.making = true
         Self.queue.async { [self] in
-            let piece = writer?.next(minimumBytes: Self.pieceBytes).map(Self.escaped)
+            let piece = writer.withLock { $0?.next(minimumBytes: Self.pieceBytes) }.map(Self.escaped)
             loop.execute { [self] in
-                making = false
-                if let piece { made = piece } else { (finished, writer) = (true, nil) }
-                let ready = whenMade
-                whenMade = nil
+                progress.value.making = false
+                if let piece {
+                    progress.value.made = piece
+                } else {
+                    progress.value.finished = true
+                    writer.withLock { $0 = nil }
+                }
+                let ready = progress.value.whenMade
+                progress.value.whenMade = nil
                 ready?()
             }
         }

@@ -3,7 +3,7 @@
 public enum ExitStatus: Int32, CaseIterable, Sendable {
     /// Done; the daemon: stopped by SIGTERM or SIGINT.
     case success = 0
-    /// stepctl: the daemon answered with an ERROR (other than a refused permission).
+    /// stepctl: the daemon answered with an ERROR (of any code but `not_permitted`).
     case failure = 1
     /// EX_USAGE: a bad command line.
     case usage = 64
@@ -21,7 +21,7 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
     case ioError = 74
     /// EX_TEMPFAIL: another stepd already serves that socket or holds that state directory.
     case tempFail = 75
-    /// EX_NOPERM: permission refused (stepctl reset by a non-admin).
+    /// EX_NOPERM: permission refused (stepctl reset by a non-admin: the ERROR code `not_permitted`).
     case noPermission = 77
     /// EX_CONFIG: a bad stepd.conf.
     case config = 78

@@ -3,7 +3,7 @@ import Foundation
 /// The protocol's version: a client may rely on every field of its major version; minor adds fields.
 public enum ProtocolVersion {
     public static let major = 1
-    public static let minor = 0
+    public static let minor = 1
 }
 
 /// Messages the daemon sends. Each carries its `class` first, as gpsd's JSON does, then its fields in the order
@@ -17,14 +17,44 @@ public struct VersionMessage: Codable, Sendable {
     public init(release: String) { self.release = release }
 }
 
+/// What the daemon could not serve: `code` (ErrorCode) for a program to act on, `message` for a person.
 public struct ErrorMessage: Codable, Sendable {
     public static let messageClass = "ERROR"
     public var `class` = Self.messageClass
+    /// An ErrorCode's raw value; a string, so that a client reads a code added after it was built (and a daemon
+    /// older than protocol 1.1, which sent none, as "").
+    public var code: String
     public var message: String
     public var id: JSONValue?
-    public init(message: String, id: JSONValue? = nil) {
+
+    public init(code: ErrorCode, message: String, id: JSONValue? = nil) {
+        self.code = code.rawValue
         self.message = message
         self.id = id
+    }
+
+    /// The ERROR for `error`, with its code and its sentence.
+    public init(_ error: some CodedError, id: JSONValue? = nil) {
+        self.init(code: error.code, message: error.description, id: id)
+    }
+
+    /// The ERROR for any failure of a request: a CodedError's code, else `internal`.
+    public init(failure error: any Error, id: JSONValue? = nil) {
+        let code = (error as? any CodedError)?.code ?? .internal
+        self.init(code: code, message: "\(error)", id: id)
+    }
+
+    /// The code when this client knows it.
+    public var errorCode: ErrorCode? { ErrorCode(rawValue: code) }
+
+    private enum CodingKeys: String, CodingKey { case `class`, code, message, id }
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        `class` = try container.decode(String.self, forKey: .class)
+        code = try container.decodeIfPresent(String.self, forKey: .code) ?? ""
+        message = try container.decode(String.self, forKey: .message)
+        id = try container.decodeIfPresent(JSONValue.self, forKey: .id)
     }
 }
 
@@ -273,7 +303,7 @@ public enum WatchClass: String, CaseIterable, Sendable {
 public enum Wire {
     public static func line<T: Encodable>(_ message: T) -> Data {
         // A non-finite number (a sensor gone mad) is written as null by the encoder rather than failing.
-        var data = (try? OrderedJSONEncoder.encode(message)) ?? Data("{\"class\":\"ERROR\",\"message\":\"encoding failed\"}".utf8)
+        var data = (try? OrderedJSONEncoder.encode(message)) ?? Data("{\"class\":\"ERROR\",\"code\":\"internal\",\"message\":\"encoding failed\"}".utf8)
         data.append(0x0A)
         return data
     }

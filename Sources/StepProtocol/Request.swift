@@ -1,7 +1,7 @@
 import Foundation
 
 /// Why a request line could not be served; the text goes to the client in an ERROR.
-public enum RequestError: Error, Equatable, CustomStringConvertible {
+public enum RequestError: CodedError, Equatable {
     case notJSON
     case notAnObject
     case missingCommand
@@ -10,6 +10,15 @@ public enum RequestError: Error, Equatable, CustomStringConvertible {
     case tooLong(limit: Int)
     case notPermitted(command: String)
     case nestedTooDeeply(limit: Int)
+
+    public var code: ErrorCode {
+        switch self {
+        case .notJSON, .notAnObject, .missingCommand, .badField, .nestedTooDeeply: return .badRequest
+        case .unknownCommand: return .unknownCommand
+        case .tooLong: return .tooLong
+        case .notPermitted: return .notPermitted
+        }
+    }
 
     public var description: String {
         switch self {
@@ -27,7 +36,7 @@ public enum RequestError: Error, Equatable, CustomStringConvertible {
 }
 
 /// A request line that could not be parsed, with the `id` it carried when it had one.
-public struct RequestFailure: Error, Equatable, CustomStringConvertible {
+public struct RequestFailure: CodedError, Equatable {
     public let reason: RequestError
     public let id: JSONValue?
     public init(_ reason: RequestError, id: JSONValue? = nil) {
@@ -35,6 +44,7 @@ public struct RequestFailure: Error, Equatable, CustomStringConvertible {
         self.id = id
     }
     public var description: String { reason.description }
+    public var code: ErrorCode { reason.code }
 }
 
 /// One request line: `{"cmd": "...", "id": any, ...}`.

@@ -1,5 +1,6 @@
 import Foundation
 import StepProtocol
+import Synchronization
 
 /// Why stepctl could not get an answer from the daemon.
 enum ClientError: Error, CustomStringConvertible {
@@ -8,8 +9,8 @@ enum ClientError: Error, CustomStringConvertible {
     case notPermitted(path: String, group: String)
     /// The daemon closed the connection; `message` is the ERROR it sent first, if it sent one.
     case closed(message: String?)
-    /// The daemon answered the request with an ERROR.
-    case daemon(message: String)
+    /// The daemon answered the request with an ERROR: its code (nil when this stepctl does not know it) and words.
+    case daemon(code: ErrorCode?, message: String)
     /// A reply of the class asked for whose fields are not what StepProtocol says (a daemon of another version).
     case unreadable(messageClass: String, reason: String)
 
@@ -22,7 +23,7 @@ enum ClientError: Error, CustomStringConvertible {
                 + "(usermod -aG \(group) $USER) and log in again"
         case .closed(let message?): return "stepd closed the connection: \(message)"
         case .closed(nil): return "the daemon closed the connection"
-        case .daemon(let message): return "stepd: \(message)"
+        case .daemon(_, let message): return "stepd: \(message)"
         case .unreadable(let name, let reason): return "cannot read stepd's \(name) reply: \(reason)"
         }
     }
@@ -32,8 +33,7 @@ enum ClientError: Error, CustomStringConvertible {
         switch self {
         case .cannotConnect, .closed: return .unavailable
         case .notPermitted: return .noPermission
-        // The daemon's words for a refused permission (RequestError.notPermitted).
-        case .daemon(let message) where message.contains("is not permitted"): return .noPermission
+        case .daemon(.notPermitted?, _): return .noPermission
         case .daemon: return .failure
         case .unreadable: return .software
         }
@@ -57,12 +57,16 @@ enum ClientError: Error, CustomStringConvertible {
     }
 }
 
-/// A blocking newline-delimited JSON connection to the daemon; enough for a command-line client.
-final class Client {
+/// A blocking newline-delimited JSON connection to the daemon; enough for a command-line client. One thread
+/// uses it at a time (`graph` hands it to its reader thread); what it has read is behind a lock all the same.
+final class Client: Sendable {
     private let fd: Int32
-    private var pending = Data()
-    /// The last ERROR read, so that a connection the daemon closes after one can say why.
-    private var lastError: String?
+    private struct Received {
+        var pending = Data()
+        /// The last ERROR read, so that a connection the daemon closes after one can say why.
+        var lastError: String?
+    }
+    private let received = Mutex(Received())
 
     init(path: String) throws {
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
@@ -94,7 +98,7 @@ final class Client {
             throw ClientError.closed(message: "the daemon sent something that is not a JSON object")
         }
         if head.class == ErrorMessage.messageClass {
-            throw ClientError.closed(message: Self.errorMessage(greeting))
+            throw ClientError.closed(message: Self.error(in: greeting).message)
         }
     }
 
@@ -116,16 +120,18 @@ final class Client {
     /// The next line from the daemon, raw.
     func readLine() throws -> Data {
         while true {
-            if let newline = pending.firstIndex(of: 0x0A) {
-                let line = pending[pending.startIndex..<newline]
-                pending = Data(pending[(newline + 1)...])
-                noteError(in: Data(line))
-                return Data(line)
+            let next: Data? = received.withLock { received in
+                guard let newline = received.pending.firstIndex(of: 0x0A) else { return nil }
+                let line = Data(received.pending[received.pending.startIndex..<newline])
+                received.pending = Data(received.pending[(newline + 1)...])
+                if let error = Self.errorMessage(in: line) { received.lastError = error }
+                return line
             }
+            if let next { return next }
             var chunk = [UInt8](repeating: 0, count: 65536)
             let n = read(fd, &chunk, chunk.count)
-            if n <= 0 { throw ClientError.closed(message: lastError) }
-            pending.append(contentsOf: chunk[0..<n])
+            if n <= 0 { throw ClientError.closed(message: received.withLock { $0.lastError }) }
+            received.withLock { $0.pending.append(contentsOf: chunk[0..<n]) }
         }
     }
 
@@ -136,7 +142,10 @@ final class Client {
         while true {
             let raw = try readLine()
             guard let head = MessageHead(line: raw) else { continue }
-            if head.class == ErrorMessage.messageClass { throw ClientError.daemon(message: Self.errorMessage(raw)) }
+            if head.class == ErrorMessage.messageClass {
+                let error = Self.error(in: raw)
+                throw ClientError.daemon(code: error.errorCode, message: error.message)
+            }
             guard head.class == Reply.messageClass else { continue }
             do {
                 return (try JSONDecoder().decode(Reply.self, from: raw), raw)
@@ -146,34 +155,35 @@ final class Client {
         }
     }
 
-    private static func errorMessage(_ line: Data) -> String {
-        (try? JSONDecoder().decode(ErrorMessage.self, from: line))?.message ?? "error"
+    private static func error(in line: Data) -> ErrorMessage {
+        (try? JSONDecoder().decode(ErrorMessage.self, from: line)) ?? ErrorMessage(code: .internal, message: "error")
     }
 
-    private func noteError(in line: Data) {
+    /// The message of `line` when it is an ERROR.
+    private static func errorMessage(in line: Data) -> String? {
         guard line.range(of: Data("\"ERROR\"".utf8)) != nil, MessageHead(line: line)?.class == ErrorMessage.messageClass
-        else { return }
-        lastError = Self.errorMessage(line)
+        else { return nil }
+        return error(in: line).message
     }
 
     /// After a failed write: the lines the daemon sent before it closed, for an ERROR that says why.
     private func errorLeftBehind() -> String? {
         while let line = try? readLine() { _ = line }
-        return lastError
+        return received.withLock { $0.lastError }
     }
 }
 
 /// What `watch` and `graph` do when the daemon goes away: a `systemctl restart stepd` closes every connection,
 /// and a watcher that ended with it would have to be restarted by hand. They connect again, every half
 /// second, until the daemon is back, and say so once on standard error; `--once` ends them instead (69).
-struct DaemonFollower {
+struct DaemonFollower: Sendable {
     let options: ConnectionOptions
     let watch: Request
     let once: Bool
-    var lost: (ClientError) -> Void = { error in
+    var lost: @Sendable (ClientError) -> Void = { error in
         Output.error("stepctl: \(error); waiting for stepd to come back (--once to exit instead)\n")
     }
-    var back: () -> Void = { Output.error("stepctl: connected to stepd again\n") }
+    var back: @Sendable () -> Void = { Output.error("stepctl: connected to stepd again\n") }
 
     /// Connects, sends WATCH and hands the connection to `events`, which reads until it throws; again after a
     /// lost connection. The first connection's failure, a daemon's ERROR, or any failure with `once`, is thrown.

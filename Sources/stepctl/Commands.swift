@@ -88,8 +88,9 @@ struct Watch: ParsableCommand {
         discussion: "When the daemon restarts, watch waits for it and goes on (a note on standard error); --once exits instead.")
     @OptionGroup var options: ConnectionOptions
 
-    /// Everything but MOTION, which comes 10 to 60 times a second: `--classes MOTION` or `stepctl graph`.
-    static let defaultClasses = ["STEP", "ACTIVITY", "PEDOMETER", "POSITION", "VISIT"]
+    /// The protocol's default (everything but MOTION, which comes 10 to 60 times a second: `--classes MOTION` or
+    /// `stepctl graph`), in the protocol's order.
+    static let defaultClasses = WatchClass.allCases.filter(WatchClass.defaultClasses.contains).map(\.rawValue)
 
     @Option(help: "Classes to watch, comma-separated (default: \(Self.defaultClasses.joined(separator: ",")); MOTION only when named).")
     var classes: String?

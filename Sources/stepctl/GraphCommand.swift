@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import StepProtocol
+import Synchronization
 
 /// The seismometer: a live strip chart of vertical acceleration and a needle gauge, redrawn in place.
 struct Graph: ParsableCommand {
@@ -102,16 +103,39 @@ struct Graph: ParsableCommand {
     }
 }
 
+/// The chart shared by the reader thread (which adds and draws) and the main queue (a resized terminal): the
+/// chart behind a lock.
+final class SeismometerView: Sendable {
+    private let chart: Mutex<SeismometerChart>
+
+    init(width: Int, height: Int, fullScale: Double) {
+        chart = Mutex(SeismometerChart(width: width, height: height, fullScale: fullScale))
+    }
+
+    /// A line shown in place of "Ctrl-C to quit" (the daemon gone, waiting for it).
+    var note: String? {
+        get { chart.withLock { $0.note } }
+        set { chart.withLock { $0.note = newValue } }
+    }
+
+    func resize(width: Int, height: Int) { chart.withLock { $0.resize(width: width, height: height) } }
+
+    func add(vertical: Double, pitch: Double, roll: Double, vibration: Double) {
+        chart.withLock { $0.add(vertical: vertical, pitch: pitch, roll: roll, vibration: vibration) }
+    }
+
+    func render() -> [String] { chart.withLock { $0.render() } }
+}
+
 /// Draws the strip chart and gauge into lines of text; pure, so it can be tested and run anywhere.
-// @unchecked: every stored var is read and written only under `lock` (the reader thread adds and draws).
-final class SeismometerView: @unchecked Sendable {
+struct SeismometerChart {
     private(set) var width: Int
     private(set) var height: Int
     let fullScale: Double
     private var values: [Double] = []
-    private var _note: String?
+    /// A line shown in place of "Ctrl-C to quit" (the daemon gone, waiting for it).
+    var note: String?
     private var latest = (vertical: 0.0, pitch: 0.0, roll: 0.0, vibration: 0.0)
-    private let lock = NSLock()
 
     init(width: Int, height: Int, fullScale: Double) {
         self.width = max(40, min(width, 200))
@@ -120,28 +144,19 @@ final class SeismometerView: @unchecked Sendable {
     }
 
     /// Follows the terminal's new size; the newest samples that still fit are kept.
-    func resize(width: Int, height: Int) {
-        lock.lock(); defer { lock.unlock() }
+    mutating func resize(width: Int, height: Int) {
         self.width = max(40, min(width, 200))
         self.height = max(20, min(height, 60))
         if values.count > self.width - 8 { values.removeFirst(values.count - (self.width - 8)) }
     }
 
-    /// A line shown in place of "Ctrl-C to quit" (the daemon gone, waiting for it).
-    var note: String? {
-        get { lock.lock(); defer { lock.unlock() }; return _note }
-        set { lock.lock(); _note = newValue; lock.unlock() }
-    }
-
-    func add(vertical: Double, pitch: Double, roll: Double, vibration: Double) {
-        lock.lock(); defer { lock.unlock() }
+    mutating func add(vertical: Double, pitch: Double, roll: Double, vibration: Double) {
         values.append(vertical)
         if values.count > width - 8 { values.removeFirst(values.count - (width - 8)) }
         latest = (vertical, pitch, roll, vibration)
     }
 
     func render() -> [String] {
-        lock.lock(); defer { lock.unlock() }
         let chartRows = height - 12
         var lines: [String] = []
         lines.append(pad(String(format: " stepd seismometer: vertical acceleration, full scale ±%.1f m/s²", fullScale)))
@@ -167,7 +182,7 @@ final class SeismometerView: @unchecked Sendable {
         lines.append(contentsOf: gauge(rows: 8))
         lines.append(pad(String(format: " vertical %+6.2f m/s²   pitch %+6.1f°   roll %+6.1f°   vibration %5.3f m/s²",
                                 latest.vertical, latest.pitch, latest.roll, latest.vibration)))
-        lines.append(pad(_note.map { " \($0) · Ctrl-C to quit" } ?? " Ctrl-C to quit"))
+        lines.append(pad(note.map { " \($0) · Ctrl-C to quit" } ?? " Ctrl-C to quit"))
         while lines.count < height { lines.append(pad("")) }
         return Array(lines.prefix(height))
     }

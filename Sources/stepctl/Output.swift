@@ -9,15 +9,27 @@ import StepProtocol
 enum Output {
     /// Writes `text` and flushes, so that a pipe sees it at once; never returns when the write fails.
     static func write(_ text: String) {
-        let bytes = Array(text.utf8)
-        let written = bytes.withUnsafeBytes { raw in fwrite(raw.baseAddress, 1, raw.count, stdout) }
-        if written < bytes.count { failed(errno) }
-        if fflush(stdout) != 0 { failed(errno) }
+        if let code = writeAll(text, to: STDOUT_FILENO) { failed(code) }
     }
 
     /// A message on standard error; one that cannot be written there is lost, never a trap.
     static func error(_ text: String) {
-        _ = text.withCString { fputs($0, stderr) }
+        _ = writeAll(text, to: STDERR_FILENO)
+    }
+
+    /// write(2) until all of `text` is out, straight to the descriptor (no stdio buffer to flush or share
+    /// between threads); the errno of a failure, or nil.
+    private static func writeAll(_ text: String, to descriptor: Int32) -> Int32? {
+        Array(text.utf8).withUnsafeBytes { raw -> Int32? in
+            var offset = 0
+            while offset < raw.count {
+                let n = Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0, errno == EINTR { continue }
+                if n <= 0 { return n < 0 ? errno : EIO }
+                offset += n
+            }
+            return nil
+        }
     }
 
     /// Ends stepctl after a failed write to standard output.

@@ -4,14 +4,16 @@ import NIOFoundationCompat
 import NIOExtras
 import NIOPosix
 import StepProtocol
+import Synchronization
 
 /// Why stepd-web could not get an answer from the daemon; the text goes to the page and the log.
 enum DaemonError: Error, CustomStringConvertible {
     case unreachable(path: String, reason: String)
     /// The daemon closed the connection; `message` is the ERROR it sent first, if any (too many clients).
     case closed(path: String, message: String?)
-    /// The daemon answered with an ERROR (a bad history range, a reset it does not permit).
-    case refused(message: String)
+    /// The daemon answered with an ERROR (a bad history range, a reset it does not permit): its code (nil when
+    /// this stepd-web does not know it) and its words.
+    case refused(code: ErrorCode?, message: String)
     /// No answer within `seconds`; the connection was closed.
     case timedOut(path: String, seconds: Int64)
 
@@ -20,7 +22,7 @@ enum DaemonError: Error, CustomStringConvertible {
         case .unreachable(let path, let reason): return "cannot connect to stepd at \(path): \(reason)"
         case .closed(let path, let message?): return "stepd at \(path) closed the connection: \(message)"
         case .closed(let path, nil): return "stepd at \(path) closed the connection"
-        case .refused(let message): return message
+        case .refused(_, let message): return message
         case .timedOut(let path, let seconds): return "stepd at \(path) did not answer within \(seconds) s"
         }
     }
@@ -101,7 +103,8 @@ struct DaemonLink: Sendable {
                 let isError = head.class == ErrorMessage.messageClass
                 guard head.id == .integer(1) || (isError && head.id == nil) else { continue }
                 if isError {
-                    throw DaemonError.refused(message: try JSONDecoder().decode(ErrorMessage.self, from: reply).message)
+                    let error = try JSONDecoder().decode(ErrorMessage.self, from: reply)
+                    throw DaemonError.refused(code: error.errorCode, message: error.message)
                 }
                 return reply
             }
@@ -118,11 +121,10 @@ struct DaemonLink: Sendable {
 }
 
 /// Whether a connection's deadline fired, set on its event loop and read after the connection closed.
-private final class Expiry: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
-    var fired: Bool { lock.withLock { value } }
-    func fire() { lock.withLock { value = true } }
+private final class Expiry: Sendable {
+    private let value = Mutex(false)
+    var fired: Bool { value.withLock { $0 } }
+    func fire() { value.withLock { $0 = true } }
 }
 
 /// JSON as the daemon writes it: slashes left alone ("/run/stepd/stepd.sock", not "\\/run\\/...").

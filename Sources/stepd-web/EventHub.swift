@@ -111,7 +111,8 @@ actor EventHub {
         }
     }
 
-    private func watchOnce() async throws {
+    /// Nonisolated: the connection's lines are read off the actor, and each frame hops onto it to be broadcast.
+    private nonisolated func watchOnce() async throws {
         let request = try DaemonLink.line([
             "cmd": .string("watch"), "enable": .bool(true),
             "classes": .array(Self.watchedClasses.map { .string($0.rawValue) }),
@@ -122,12 +123,12 @@ actor EventHub {
             try await outbound.write(request)
             guard let reply = try await lines.next() else { throw DaemonError.closed(path: path, message: nil) }
             if let error = try? JSONDecoder().decode(ErrorMessage.self, from: reply), error.class == "ERROR" {
-                throw DaemonError.refused(message: error.message)
+                throw DaemonError.refused(code: error.errorCode, message: error.message)
             }
             settled()
-            noteLink(connected: true, error: nil)
+            await noteLink(connected: true, error: nil)
             while let line = try await lines.next() {
-                broadcast(Self.dataFrame(line))
+                await broadcast(Self.dataFrame(line))
             }
         }
     }

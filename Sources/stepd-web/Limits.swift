@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOHTTPTypes
 import StepProtocol
+import Synchronization
 
 /// What stepd-web holds for a client, and for how long (docs/web.md, "Limits"): nothing forever.
 enum WebLimits {
@@ -181,16 +182,15 @@ enum Query {
 }
 
 /// The HTTP connections open now, so that a shutdown can close those its graceful part leaves open.
-final class OpenConnections: @unchecked Sendable {
-    private let lock = NSLock()
-    private var channels: [ObjectIdentifier: any Channel] = [:]
+final class OpenConnections: Sendable {
+    private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
 
-    func add(_ channel: any Channel) { lock.withLock { channels[ObjectIdentifier(channel)] = channel } }
-    func remove(_ channel: any Channel) { lock.withLock { _ = channels.removeValue(forKey: ObjectIdentifier(channel)) } }
+    func add(_ channel: any Channel) { channels.withLock { $0[ObjectIdentifier(channel)] = channel } }
+    func remove(_ channel: any Channel) { channels.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(channel)) } }
 
     /// Closes every one; returns how many there were.
     func closeAll() -> Int {
-        let open = lock.withLock { Array(channels.values) }
+        let open = channels.withLock { Array($0.values) }
         for channel in open { channel.close(promise: nil) }
         return open.count
     }
@@ -200,13 +200,14 @@ final class OpenConnections: @unchecked Sendable {
 /// it), which start the server's graceful shutdown: it stops accepting, closes idle connections and ends the event
 /// streams. What a client still holds `closeSeconds` later (a stream or a file it does not read, a body that never
 /// comes) is closed; should the process still be there at `WebLimits.shutdownSeconds`, it exits.
-final class ShutdownDeadline: @unchecked Sendable {
+/// Held by the task that runs the server (StepdWeb.run), never shared: not Sendable.
+final class ShutdownDeadline {
     static let closeSeconds = 0.5
-    private var sources: [DispatchSourceSignal] = []
-    private let queue = DispatchQueue(label: "stepd-web.shutdown")
+    private let sources: [DispatchSourceSignal]
 
     init(connections: OpenConnections, logger: Logger) {
-        for signal in [SIGTERM, SIGINT] {
+        let queue = DispatchQueue(label: "stepd-web.shutdown")
+        sources = [SIGTERM, SIGINT].map { signal in
             let source = DispatchSource.makeSignalSource(signal: signal, queue: queue)
             source.setEventHandler { [queue] in
                 queue.asyncAfter(deadline: .now() + Self.closeSeconds) {
@@ -220,7 +221,7 @@ final class ShutdownDeadline: @unchecked Sendable {
                 }
             }
             source.resume()
-            sources.append(source)
+            return source
         }
     }
 }

@@ -36,7 +36,7 @@ struct WebAPI: Sendable {
         } catch let error as QueryError {
             return failure(.badRequest, error.description)
         } catch {
-            return failure(status(for: error), "\(error)")
+            return failure(Self.status(for: error), "\(error)")
         }
     }
 
@@ -63,7 +63,7 @@ struct WebAPI: Sendable {
             do {
                 fields["from"] = .string(try await startOfDay(daysAgo: days - 1))
             } catch {
-                return failure(status(for: error), "\(error)")
+                return failure(Self.status(for: error), "\(error)")
             }
         }
         return await proxy(fields)
@@ -130,14 +130,21 @@ struct WebAPI: Sendable {
         do {
             return json(try await link.request(fields))
         } catch {
-            return failure(status(for: error), "\(error)")
+            return failure(Self.status(for: error), "\(error)")
         }
     }
 
-    private func status(for error: Error) -> HTTPResponse.Status {
+    /// The HTTP status for a failure: a daemon's ERROR by its code (docs/web.md).
+    static func status(for error: Error) -> HTTPResponse.Status {
         switch error {
-        case DaemonError.refused(let message) where message.contains("is not permitted"): return .forbidden
-        case DaemonError.refused: return .badRequest
+        case DaemonError.refused(let code, _):
+            switch code {
+            case .notPermitted: return .forbidden
+            case .unavailable, .storeFailed, .tooManyClients: return .serviceUnavailable
+            case .notReading, .internal: return .badGateway
+            // The request as the page made it (a range too long, a bad value), or a code added after this stepd-web.
+            case .badRequest, .unknownCommand, .tooLong, .rangeTooLong, nil: return .badRequest
+            }
         case DaemonError.timedOut: return .gatewayTimeout
         default: return .serviceUnavailable
         }
@@ -168,7 +175,8 @@ func json(_ body: ByteBuffer, status: HTTPResponse.Status = .ok, headers: HTTPFi
 }
 
 /// `{"error": "..."}` with the status: 400 a query value stepd-web or the daemon refused, 401 no or a wrong token,
-/// 403 not permitted, 503 the daemon not reachable, 504 no answer from it in time.
+/// 403 not permitted, 502 the daemon's own fault, 503 the daemon (or its history) not reachable, 504 no answer
+/// from it in time.
 func failure(_ status: HTTPResponse.Status, _ message: String, headers: HTTPFields = [:]) -> Response {
     let body = (try? jsonEncoder.encode(["error": message])) ?? Data()
     return json(ByteBuffer(data: body), status: status, headers: headers)

@@ -65,7 +65,7 @@ final class InMemoryDaemon: ClientResponder {
                 throw RequestError.unknownCommand(request.command.rawValue)
             }
         } catch {
-            reply(Wire.line(ErrorMessage(message: "\(error)", id: request.id)))
+            reply(Wire.line(ErrorMessage(failure: error, id: request.id)))
         }
     }
 

@@ -283,7 +283,9 @@ final class StepStoreTests: XCTestCase {
         store.startCommitting()
         store.record(.step(count: 1, time: Date(), distanceMeters: 1))
         XCTAssertThrowsError(try store.history(from: Date().addingTimeInterval(-60), to: Date(), size: .minute)) {
-            guard case StoreError.unavailable = $0 else { return XCTFail("\($0)") }
+            // A failed store, not one merely unavailable: clients get store_failed.
+            guard case StoreError.failed = $0 else { return XCTFail("\($0)") }
+            XCTAssertEqual(($0 as? StoreError)?.code, .storeFailed)
         }
         XCTAssertNil(store.close())
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: store.configuration.path)), garbage, "never overwritten")

@@ -57,7 +57,7 @@ final class WireOrderTests: XCTestCase {
         let bin = HistoryBinMessage(start: "a", end: "b", date: "2026-11-21", steps: 8412, distance_m: 5920.4, floors: nil)
         return [
             ("VERSION", Wire.line(VersionMessage(release: "0.1.0"))),
-            ("ERROR", Wire.line(ErrorMessage(message: "unknown command", id: .integer(3)))),
+            ("ERROR", Wire.line(ErrorMessage(RequestError.unknownCommand("fly"), id: .integer(3)))),
             ("STATUS", Wire.line(status)),
             ("STEPS", Wire.line(steps)),
             ("STEP", Wire.line(StepMessage(steps: 183, time: "t"))),

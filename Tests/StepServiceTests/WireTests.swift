@@ -7,7 +7,7 @@ final class WireTests: XCTestCase {
     func testWholeNumberIDsRoundTripExactlyBeyondTwoToThe53() throws {
         for text in ["9007199254740993", "-9223372036854775808", "18446744073709551615", "0", "2.5", "\"a\"", "null", "[1,{\"b\":true}]"] {
             let request = try Request.parse(Data((#"{"cmd":"steps","id":"# + text + "}").utf8))
-            let line = String(decoding: Wire.line(ErrorMessage(message: "m", id: request.id)), as: UTF8.self)
+            let line = String(decoding: Wire.line(ErrorMessage(code: .badRequest, message: "m", id: request.id)), as: UTF8.self)
             XCTAssert(line.contains("\"id\":\(text)"), "\(text) → \(line)")
         }
     }
@@ -20,6 +20,54 @@ final class WireTests: XCTestCase {
         XCTAssertThrowsError(try Request.parse(Data("[1]".utf8))) { error in
             XCTAssertNil((error as? RequestFailure)?.id)
         }
+    }
+
+    /// Every way a request line fails has its code: a client decides on it, never on the sentence.
+    func testEveryRequestFailureCarriesItsCode() throws {
+        let lines: [(String, ErrorCode)] = [
+            ("not json", .badRequest), ("[1]", .badRequest), (#"{"id":1}"#, .badRequest), (#"{"cmd":42}"#, .badRequest),
+            (String(repeating: "[", count: 40), .badRequest), (#"{"cmd":"fly","id":2}"#, .unknownCommand),
+        ]
+        for (line, code) in lines {
+            do {
+                _ = try Request.parse(Data(line.utf8))
+                XCTFail("\(line) parsed")
+            } catch {
+                let message = ErrorMessage(error, id: error.id)
+                XCTAssertEqual(message.code, code.rawValue, line)
+                XCTAssertEqual(message.message, error.description, line)
+            }
+        }
+        XCTAssertEqual(RequestError.tooLong(limit: 4096).code, .tooLong)
+        XCTAssertEqual(RequestError.notPermitted(command: "reset").code, .notPermitted)
+        XCTAssertEqual(RequestError.badField(name: "bin", expected: "a bin").code, .badRequest)
+        XCTAssertEqual(ErrorMessage(failure: CocoaError(.fileReadUnknown)).code, ErrorCode.internal.rawValue, "not a CodedError")
+    }
+
+    /// `code` comes second, after `class`; an ERROR from a daemon older than protocol 1.1 (no code) still
+    /// decodes, with an empty code that no ErrorCode matches.
+    func testTheCodeIsWrittenAfterTheClassAndMayBeAbsentWhenRead() throws {
+        let line = String(decoding: Wire.line(ErrorMessage(RequestError.notPermitted(command: "reset"), id: .integer(1))), as: UTF8.self)
+        XCTAssert(line.hasPrefix(#"{"class":"ERROR","code":"not_permitted","message":"\"reset\" is not permitted"#), line)
+        let old = try JSONDecoder().decode(ErrorMessage.self, from: Data(#"{"class":"ERROR","message":"m","id":3}"#.utf8))
+        XCTAssertEqual(old.code, "")
+        XCTAssertNil(old.errorCode)
+        XCTAssertEqual(old.id, .integer(3))
+        let newer = try JSONDecoder().decode(ErrorMessage.self, from: Data(#"{"class":"ERROR","code":"brand_new","message":"m"}"#.utf8))
+        XCTAssertEqual(newer.code, "brand_new")
+        XCTAssertNil(newer.errorCode, "a code added after this client was built is read, not a decoding failure")
+    }
+
+    /// docs/protocol.md's table of codes lists exactly ErrorCode's cases.
+    func testTheDocumentedCodesAreTheProtocols() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let text = try String(contentsOf: root.appendingPathComponent("docs/protocol.md"), encoding: .utf8)
+        let section = try XCTUnwrap(text.components(separatedBy: "\n## Errors\n").dropFirst().first?.components(separatedBy: "\n## ").first)
+        let documented = section.components(separatedBy: "\n").compactMap { row -> String? in
+            guard row.hasPrefix("| `"), let end = row.dropFirst(3).firstIndex(of: "`") else { return nil }
+            return String(row[row.index(row.startIndex, offsetBy: 3)..<end])
+        }
+        XCTAssertEqual(documented, ErrorCode.allCases.map(\.rawValue))
     }
 
     func testNonFiniteNumbersAreSentAsNullNotAnEncodingFailure() throws {
@@ -53,7 +101,7 @@ final class WireTests: XCTestCase {
         try assertRoundTrip(status)
         try assertRoundTrip(steps)
         try assertRoundTrip(VersionMessage(release: "0.1.0"))
-        try assertRoundTrip(ErrorMessage(message: "unknown command", id: .array([.integer(1)])))
+        try assertRoundTrip(ErrorMessage(RequestError.unknownCommand("fly"), id: .array([.integer(1)])))
         try assertRoundTrip(WatchMessage(enable: true, classes: ["MOTION"], rate_hz: 20, id: nil))
         try assertRoundTrip(HistoryMessage(from: "2026-11-16T00:00:00.000+01:00", to: "2026-11-22T21:40:12.514+01:00",
                                            bin: "day", time_zone: "Europe/Berlin", bins: bins, id: .integer(7)))

@@ -40,7 +40,7 @@ final class ConfigKeysTests: XCTestCase {
         try settings.sorted { $0.key < $1.key }.map { "\($0.key) = \($0.value)" }.joined(separator: "\n")
             .write(toFile: config, atomically: true, encoding: .utf8)
         let log = config + ".log"
-        FileManager.default.createFile(atPath: log, contents: nil)
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Binaries.stepd)
         process.arguments = ["--config", config]
@@ -314,7 +314,7 @@ final class ConfigKeysTests: XCTestCase {
              "replay = \(Binaries.bundledRecording)", "height = 1.90", "log_level = debug", ""]
             .joined(separator: "\r\n").write(toFile: config, atomically: true, encoding: .utf8)
         let log = directory.file("crlf.log")
-        FileManager.default.createFile(atPath: log, contents: nil)
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Binaries.stepd)
         process.arguments = ["--config", config]

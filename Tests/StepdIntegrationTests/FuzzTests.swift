@@ -17,7 +17,7 @@ final class FuzzTests: XCTestCase {
         "\"cmd\"", "\"watch\"", "\"classes\"", "\"rate_hz\"", "NaN", "0x10", "\t", "\\", "9999999999999999999999",
     ]
 
-    private func mutate(_ line: String, _ g: inout SplitMix) -> String {
+    private static func mutate(_ line: String, _ g: inout SplitMix) -> String {
         var bytes = Array(line.utf8)
         for _ in 0..<(1 + Int(g.next() % 4)) {
             switch g.next() % 6 {
@@ -33,13 +33,13 @@ final class FuzzTests: XCTestCase {
         return String(decoding: bytes.filter { $0 != 0x0A }, as: UTF8.self)
     }
 
-    private func randomLine(_ g: inout SplitMix) -> String {
+    private static func randomLine(_ g: inout SplitMix) -> String {
         switch g.next() % 10 {
         case 0: return String(decoding: (0..<Int(g.next() % 200)).map { _ in UInt8(truncatingIfNeeded: g.next()) }.filter { $0 != 0x0A }, as: UTF8.self)
         case 1: return String(repeating: "[", count: Int(g.next() % 3000))
         case 2: return String(repeating: "x", count: 4000 + Int(g.next() % 8000))
         case 3: return Self.seeds[Int(g.next() % UInt64(Self.seeds.count))]
-        default: return mutate(Self.seeds[Int(g.next() % UInt64(Self.seeds.count))], &g)
+        default: return Self.mutate(Self.seeds[Int(g.next() % UInt64(Self.seeds.count))], &g)
         }
     }
 
@@ -52,17 +52,16 @@ final class FuzzTests: XCTestCase {
     /// Sends `count` lines on `connections` connections at once, each followed by a marker it waits for.
     private func blast(_ daemon: Daemon, count: Int, connections: Int, seed: UInt64) throws {
         let group = DispatchGroup()
-        let errors = NSLock()
-        final class Box: @unchecked Sendable { var failures: [String] = [] }
-        let box = Box()
+        let failures = Locked<[String]>([])
+        let path = daemon.socketPath
         for c in 0..<connections {
             group.enter()
             DispatchQueue.global().async {
                 defer { group.leave() }
                 do {
-                    let client = try SocketClient(path: daemon.socketPath, receiveTimeout: 60)
+                    let client = try SocketClient(path: path, receiveTimeout: 60)
                     var g = SplitMix(seed: seed &+ UInt64(c))
-                    let lines = (0..<(count / connections)).map { _ in self.randomLine(&g) }
+                    let lines = (0..<(count / connections)).map { _ in Self.randomLine(&g) }
                     let writer = Thread {
                         for chunk in stride(from: 0, to: lines.count, by: 100) {
                             let text = lines[chunk..<min(chunk + 100, lines.count)].joined(separator: "\n") + "\n"
@@ -77,12 +76,12 @@ final class FuzzTests: XCTestCase {
                         if line.contains("\"fuzz-end\"") { break }
                     }
                 } catch {
-                    errors.lock(); box.failures.append("connection \(c): \(error)"); errors.unlock()
+                    failures.withLock { $0.append("connection \(c): \(error)") }
                 }
             }
         }
         XCTAssertEqual(group.wait(timeout: .now() + 300), .success, "the daemon answered every connection's marker")
-        XCTAssertEqual(box.failures, [])
+        XCTAssertEqual(failures.value, [])
     }
 
     func testHundredThousandHostileRequestsLeaveTheDaemonUpAndFlat() throws {

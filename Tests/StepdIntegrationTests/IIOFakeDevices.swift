@@ -27,7 +27,7 @@ final class FakeIIO {
         logPath = self.directory.file("fake-iio.log")
         let spec = try JSONSerialization.data(withJSONObject: ["devices": devices], options: [.prettyPrinted])
         try spec.write(to: URL(fileURLWithPath: specPath))
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         let log = FileHandle(forWritingAtPath: logPath)!
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         process.arguments = [Self.script, "run", "--spec", specPath, "--control", controlPath,

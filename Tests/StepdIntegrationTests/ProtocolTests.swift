@@ -113,6 +113,55 @@ final class ProtocolTests: XCTestCase {
         XCTAssertEqual(try client.request(["cmd": "steps"])["class"] as? String, "STEPS")
     }
 
+    /// Every kind of refusal carries its code (docs/protocol.md "Errors"), which is what a client decides on.
+    func testEveryErrorCarriesItsCode() throws {
+        let client = try daemon.connect()
+        let cases: [(line: String, code: String)] = [
+            ("not json", "bad_request"),
+            ("[1,2,3]", "bad_request"),
+            (#"{"id":4}"#, "bad_request"),
+            (String(repeating: "[", count: 3000), "bad_request"),
+            (#"{"cmd":"watch","enable":"yes"}"#, "bad_request"),
+            (#"{"cmd":"track","from":"yesterday"}"#, "bad_request"),
+            (#"{"cmd":"history","from":"2026-11-23T10:00:00Z","to":"2026-11-23T09:00:00Z"}"#, "bad_request"),
+            (#"{"cmd":"fly","id":3}"#, "unknown_command"),
+            (#"{"cmd":"status","id":5,"pad":""# + String(repeating: "x", count: 5000) + #""}"#, "too_long"),
+            (#"{"cmd":"history","bin":"minute","from":"2026-01-01T00:00:00Z","to":"2026-03-01T00:00:00Z"}"#, "range_too_long"),
+            (#"{"cmd":"history","bin":"day","from":"1990-01-01T00:00:00Z","to":"2026-03-01T00:00:00Z"}"#, "range_too_long"),
+        ]
+        for (line, code) in cases {
+            try client.sendLine(line)
+            let reply = try client.readObject()
+            XCTAssertEqual(reply["class"] as? String, "ERROR", line)
+            XCTAssertEqual(reply["code"] as? String, code, "\(line.prefix(120)) → \(reply)")
+            XCTAssertNotNil(reply["message"] as? String)
+        }
+        XCTAssertEqual(try client.request(["cmd": "steps"])["class"] as? String, "STEPS", "the connection stays")
+
+        // A reset by an ordinary user.
+        try Unprivileged.requireTools()
+        Unprivileged.openSocket(daemon)
+        let reset = try runCommand("/usr/bin/setpriv", Unprivileged.asUser(Unprivileged.nobody, ["/usr/bin/python3", "-c", """
+            import socket, sys
+            s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile("rw")
+            f.readline(); f.write('{"cmd":"reset","id":1}\\n'); f.flush(); print(f.readline(), end="")
+            """, daemon.socketPath]))
+        XCTAssertEqual(reset.status, 0, reset.stderr)
+        let refusal = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(reset.stdout.utf8)) as? [String: Any], reset.stdout)
+        XCTAssertEqual(refusal["code"] as? String, "not_permitted", "\(refusal)")
+        XCTAssertEqual(refusal["id"] as? Int, 1)
+    }
+
+    /// A connection over the limit is refused with `too_many_clients` in place of VERSION.
+    func testAConnectionOverTheLimitGetsTooManyClients() throws {
+        let full = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--max-clients", "2"])
+        let held = try (0..<2).map { _ in try full.connect() }
+        let refusal = try SocketClient(path: full.socketPath, readVersion: false).readObject()
+        XCTAssertEqual(refusal["class"] as? String, "ERROR")
+        XCTAssertEqual(refusal["code"] as? String, "too_many_clients", "\(refusal)")
+        withExtendedLifetime(held) {}
+    }
+
     func testEveryErrorCarriesItsIDAndLargeIntegerIDsComeBackExactly() throws {
         let client = try daemon.connect()
         try client.sendLine(#"{"cmd":"fly","id":"f1"}"#)

@@ -135,7 +135,7 @@ final class ServiceActivationTests: XCTestCase {
                              "--replay", Binaries.bundledRecording, "--speed", "4", "--loop",
                              "--state-dir", directory.file("state"), "--socket", directory.file("unused.sock")]
         let log = directory.file("activate.log")
-        FileManager.default.createFile(atPath: log, contents: nil)
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
         process.standardOutput = FileHandle(forWritingAtPath: log)
         process.standardError = FileHandle(forWritingAtPath: log)
         try process.run()

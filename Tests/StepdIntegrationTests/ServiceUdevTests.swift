@@ -63,7 +63,7 @@ final class ServiceUdevTests: XCTestCase {
             let path = device + "/" + name
             try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
                                                     withIntermediateDirectories: true)
-            FileManager.default.createFile(atPath: path, contents: Data("0\n".utf8), attributes: [.posixPermissions: mode])
+            _ = FileManager.default.createFile(atPath: path, contents: Data("0\n".utf8), attributes: [.posixPermissions: mode])
         }
         let command = script.replacingOccurrences(of: "%S%p", with: device).replacingOccurrences(of: "chgrp stepd", with: "chgrp nogroup")
         let result = try runCommand("/bin/sh", ["-c", command])

@@ -104,7 +104,7 @@ final class RunningCommand {
 
     init(_ executable: String, _ arguments: [String]) throws {
         errorPath = NSTemporaryDirectory() + "stepctl-\(UUID().uuidString.prefix(8)).err"
-        FileManager.default.createFile(atPath: errorPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.standardOutput = output

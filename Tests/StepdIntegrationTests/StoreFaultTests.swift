@@ -282,6 +282,11 @@ final class StoreFaultTests: XCTestCase {
         let error = store(status)["error"] as? String ?? ""
         XCTAssertEqual(store(status)["state"] as? String, "failed", "\(status)")
         XCTAssertTrue(error.contains("write-ahead log") && error.contains("frame 2 of \(frames)"), error)
+        // A history asked meanwhile is refused with the code a client decides on, and STATUS's words.
+        let history = try daemon.connect().request(["cmd": "history", "id": 1])
+        XCTAssertEqual(history["class"] as? String, "ERROR", "\(history)")
+        XCTAssertEqual(history["code"] as? String, "store_failed", "\(history)")
+        XCTAssertEqual(history["message"] as? String, "history is unavailable: the store is failed: \(error)")
         try waitForSteps(daemon, above: 5)
         XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: wal)), Data(bytes), "the log is left as it was")
 

@@ -256,7 +256,7 @@ final class WebServer {
 
     init(socket: String, directory: TemporaryDirectory, extra: [String]) throws {
         logPath = directory.file("stepd-web-\(port).log")
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         let log = FileHandle(forWritingAtPath: logPath)!
         process.executableURL = URL(fileURLWithPath: Binaries.stepdWeb)
         process.arguments = ["--listen", "127.0.0.1:\(port)", "--socket", socket] + extra

@@ -23,16 +23,17 @@ final class WebLimitsTests: XCTestCase {
         var request = URLRequest(url: url)
         request.timeoutInterval = timeout
         let started = Date()
-        final class Box: @unchecked Sendable { var status = -1; var body = "" }
-        let box = Box()
+        let reply = Locked((status: -1, body: ""))
         let done = DispatchSemaphore(value: 0)
         URLSession.shared.dataTask(with: request) { data, response, _ in
-            box.status = (response as? HTTPURLResponse)?.statusCode ?? -1
-            box.body = data.map { String(decoding: $0, as: UTF8.self) } ?? ""
+            let status = (response as? HTTPURLResponse)?.statusCode ?? -1
+            let body = data.map { String(decoding: $0, as: UTF8.self) } ?? ""
+            reply.withLock { $0 = (status, body) }
             done.signal()
         }.resume()
         _ = done.wait(timeout: .now() + timeout + 5)
-        return (box.status, box.body, Date().timeIntervalSince(started))
+        let (status, body) = reply.value
+        return (status, body, Date().timeIntervalSince(started))
     }
 
     private func clients(_ daemon: Daemon) throws -> Int {
@@ -261,20 +262,20 @@ extension FileHandle {
 
 /// A Unix-socket peer speaking the daemon's protocol for one situation each: it greets with VERSION; to
 /// `status` it answers an ERROR without an id (what the daemon sends for a line it discards unread), to anything
-/// else nothing. It counts the connections accepted and those still open.
-final class ProtocolPeer: @unchecked Sendable {
+/// else nothing; or, to a command named in `refusals`, the ERROR line given there. It counts the connections
+/// accepted and those still open.
+final class ProtocolPeer: Sendable {
     let path: String
+    private let refusals: [String: String]
     private let listener: Int32
-    private let lock = NSLock()
-    private var openCount = 0
-    private var acceptedCount = 0
-    private var stopped = false
+    private let counts = Locked((open: 0, accepted: 0))
 
-    var open: Int { lock.withLock { openCount } }
-    var accepted: Int { lock.withLock { acceptedCount } }
+    var open: Int { counts.value.open }
+    var accepted: Int { counts.value.accepted }
 
-    init(path: String) throws {
+    init(path: String, refusals: [String: String] = [:]) throws {
         self.path = path
+        self.refusals = refusals
         listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
@@ -294,7 +295,7 @@ final class ProtocolPeer: @unchecked Sendable {
         while true {
             let fd = accept(listener, nil, nil)
             if fd < 0 { return }
-            lock.withLock { openCount += 1; acceptedCount += 1 }
+            counts.withLock { $0.open += 1; $0.accepted += 1 }
             Thread.detachNewThread { [self] in serve(fd) }
         }
     }
@@ -307,7 +308,7 @@ final class ProtocolPeer: @unchecked Sendable {
     private func serve(_ fd: Int32) {
         defer {
             close(fd)
-            lock.withLock { openCount -= 1 }
+            counts.withLock { $0.open -= 1 }
         }
         send(fd, "{\"class\":\"VERSION\",\"release\":\"0.1.0\",\"proto_major\":1,\"proto_minor\":0}\n")
         var pending = Data()
@@ -319,7 +320,9 @@ final class ProtocolPeer: @unchecked Sendable {
             while let newline = pending.firstIndex(of: 0x0A) {
                 let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
                 pending.removeSubrange(pending.startIndex...newline)
-                if line.contains("\"status\"") {
+                if let refusal = refusals.first(where: { line.contains("\"cmd\":\"\($0.key)\"") })?.value {
+                    send(fd, refusal + "\n")
+                } else if line.contains("\"status\"") {
                     send(fd, "{\"class\":\"ERROR\",\"message\":\"request line longer than 4096 bytes, discarded\"}\n")
                 }
             }
@@ -327,7 +330,6 @@ final class ProtocolPeer: @unchecked Sendable {
     }
 
     func stop() {
-        lock.withLock { stopped = true }
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
         unlink(path)

@@ -98,7 +98,7 @@ final class ClientHandler: ChannelInboundHandler {
             accept(session)
             write(Self.versionLine, context: context)
         case .failure(let refusal):
-            write(Wire.line(ErrorMessage(message: refusal.description)), context: context)
+            write(Wire.line(ErrorMessage(refusal)), context: context)
             close(context: context)
         }
         context.fireChannelActive()
@@ -167,8 +167,7 @@ final class ClientHandler: ChannelInboundHandler {
         let bytes: Data
         switch frame {
         case .tooLong(let id):
-            let error = RequestError.tooLong(limit: limits.maximumLineLength)
-            return write(Wire.line(ErrorMessage(message: error.description, id: id)), context: context)
+            return write(Wire.line(ErrorMessage(RequestError.tooLong(limit: limits.maximumLineLength), id: id)), context: context)
         case .line(let buffer):
             bytes = Data(buffer.readableBytesView)
         }
@@ -179,7 +178,7 @@ final class ClientHandler: ChannelInboundHandler {
         } catch {
             // Not JSON, or nested too deep: the id, if the line has one, is still the client's to match on.
             let id = error.id ?? RequestIDScanner.id(in: bytes)
-            return write(Wire.line(ErrorMessage(message: error.description, id: id)), context: context)
+            return write(Wire.line(ErrorMessage(error, id: id)), context: context)
         }
         session.requestsServed += 1
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
@@ -334,7 +333,7 @@ final class ClientHandler: ChannelInboundHandler {
             ? .documentUnread(seconds: seconds)
             : .tooManyInFlight(limit: limits.maximumRequestsInFlight, unsentBytes: limits.maximumUnsentBytes, seconds: seconds)
         responder.clientOverLimit(session, reason: reason)
-        write(Wire.line(ErrorMessage(message: reason.description)), context: context)
+        write(Wire.line(ErrorMessage(reason)), context: context)
         close(context: context)
     }
 

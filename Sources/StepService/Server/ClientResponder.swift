@@ -42,7 +42,9 @@ enum ReplyPiece {
 }
 
 /// Why a connection is refused at once, with an ERROR that says so.
-enum ConnectionRefusal: Error, CustomStringConvertible {
+enum ConnectionRefusal: CodedError {
+    var code: ErrorCode { .tooManyClients }
+
     case full(limit: Int)
     case reserved(open: Int)
     case perUser(uid: uid_t, limit: Int)
@@ -59,7 +61,9 @@ enum ConnectionRefusal: Error, CustomStringConvertible {
 }
 
 /// Why a client was closed for what it made the daemon hold.
-enum ClientLimitError: Error, CustomStringConvertible {
+enum ClientLimitError: CodedError {
+    var code: ErrorCode { .notReading }
+
     case tooManyInFlight(limit: Int, unsentBytes: Int, seconds: Int)
     case documentUnread(seconds: Int)
 

@@ -112,6 +112,7 @@ extension StepStore {
     private func unavailable() -> StoreError {
         if stopping.withLockedValue({ $0 }) { return .unavailable(reason: "stepd is stopping") }
         let status = self.status
+        if status.state == "failed" { return .failed(reason: status.error) }
         return .unavailable(reason: "the store is \(status.state)" + (status.error.map { ": \($0)" } ?? ""))
     }
 

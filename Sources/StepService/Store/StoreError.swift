@@ -3,17 +3,29 @@ import StepProtocol
 
 /// Why the store cannot keep history. None of these stops the daemon: counting goes on in memory and
 /// STATUS shows the sentence.
-public enum StoreError: Error, Equatable, CustomStringConvertible {
+public enum StoreError: CodedError, Equatable {
     case cannotCreateDirectory(path: String, reason: String)
     case cannotOpen(path: String, reason: String)
     case cannotWrite(path: String, reason: String)
     case cannotRead(path: String, reason: String)
     case unavailable(reason: String)
+    /// A read refused because the store has failed (`reason`: STATUS's `store.error`).
+    case failed(reason: String?)
     case lost(path: String, reason: String)
     case damagedLog(path: String, reason: String)
     case tooManyRows(what: String, limit: Int)
     case rangeTooLong(bin: HistoryBinSize, maximumDays: Int)
     case emptyRange(from: Date, to: Date)
+
+    /// The ERROR's code when a client's request meets this.
+    public var code: ErrorCode {
+        switch self {
+        case .cannotCreateDirectory, .cannotOpen, .cannotWrite, .cannotRead, .lost, .damagedLog, .failed: return .storeFailed
+        case .unavailable: return .unavailable
+        case .tooManyRows, .rangeTooLong: return .rangeTooLong
+        case .emptyRange: return .badRequest
+        }
+    }
 
     public var description: String {
         switch self {
@@ -27,6 +39,8 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
             return "cannot read the step database \(path): \(reason)"
         case .unavailable(let reason):
             return "history is unavailable: \(reason)"
+        case .failed(let reason):
+            return "history is unavailable: the store is failed" + (reason.map { ": \($0)" } ?? "")
         case .lost(let path, let reason):
             return "lost the step database \(path): \(reason); counting goes on in memory and is saved when a database can be opened there again"
         case .damagedLog(let path, let reason):

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import XCTest
 
 /// The real `stepd` binary running in the background on a temporary socket.
@@ -14,7 +15,7 @@ final class Daemon {
         self.directory = try directory ?? TemporaryDirectory()
         socketPath = self.directory.file(socketName)
         logPath = self.directory.file("stepd-\(UUID().uuidString.prefix(4)).log")
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         let log = FileHandle(forWritingAtPath: logPath)!
         process.executableURL = URL(fileURLWithPath: Binaries.stepd)
         // Each daemon keeps its history in its own folder, never in /var/lib/stepd, so a count never leaks
@@ -77,11 +78,15 @@ final class Daemon {
     }
 }
 
-/// A plain blocking client of the daemon's socket, independent of stepctl's code.
-final class SocketClient {
+/// A plain blocking client of the daemon's socket, independent of stepctl's code. A test may write from one
+/// thread while it reads on another (FuzzTests): what has been read is behind a lock.
+final class SocketClient: Sendable {
     private let fd: Int32
-    private var pending = Data()
-    private(set) var version: [String: Any] = [:]
+    private let pending = Mutex(Data())
+    private let versionLine = Mutex<String?>(nil)
+
+    /// The greeting, when the client was made with `readVersion`.
+    var version: [String: Any] { versionLine.withLock { $0 }.flatMap { try? Self.object($0) } ?? [:] }
 
     init(path: String, readVersion: Bool = true, receiveTimeout: TimeInterval = 10) throws {
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
@@ -100,7 +105,11 @@ final class SocketClient {
         }
         var tv = timeval(tv_sec: Int(receiveTimeout), tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        if readVersion { version = try readObject() }
+        if readVersion {
+            let line = try readLine()
+            _ = try Self.object(line)
+            versionLine.withLock { $0 = line }
+        }
     }
 
     deinit { Glibc.close(fd) }
@@ -123,20 +132,25 @@ final class SocketClient {
 
     func readLine() throws -> String {
         while true {
-            if let newline = pending.firstIndex(of: 0x0A) {
+            let next: String? = pending.withLock { pending in
+                guard let newline = pending.firstIndex(of: 0x0A) else { return nil }
                 let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
                 pending = Data(pending[(newline + 1)...])
                 return line
             }
+            if let next { return next }
             var chunk = [UInt8](repeating: 0, count: 65536)
             let n = recv(fd, &chunk, chunk.count, 0)
             if n <= 0 { throw NSError(domain: "SocketClient", code: Int(errno), userInfo: [NSLocalizedDescriptionKey: "connection closed or timed out"]) }
-            pending.append(contentsOf: chunk[0..<n])
+            pending.withLock { $0.append(contentsOf: chunk[0..<n]) }
         }
     }
 
     func readObject() throws -> [String: Any] {
-        let line = try readLine()
+        try Self.object(try readLine())
+    }
+
+    private static func object(_ line: String) throws -> [String: Any] {
         guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
             throw NSError(domain: "SocketClient", code: 0, userInfo: [NSLocalizedDescriptionKey: "not an object: \(line)"])
         }

@@ -22,19 +22,26 @@ func runCommand(_ executable: String, _ arguments: [String], environment: [Strin
     process.standardError = err
     try process.run()
     // Drain both pipes while the command runs, so a talkative command cannot block on a full pipe.
-    final class Collected: @unchecked Sendable { var out = Data(), err = Data() }
-    let collected = Collected()
+    let collected = Locked((out: Data(), err: Data()))
     let group = DispatchGroup()
     group.enter()
-    DispatchQueue.global().async { collected.out = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+    DispatchQueue.global().async {
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        collected.withLock { $0.out = data }
+        group.leave()
+    }
     group.enter()
-    DispatchQueue.global().async { collected.err = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+    DispatchQueue.global().async {
+        let data = err.fileHandleForReading.readDataToEndOfFile()
+        collected.withLock { $0.err = data }
+        group.leave()
+    }
     let deadline = Date().addingTimeInterval(timeout)
     while process.isRunning && Date() < deadline { usleep(10_000) }
     if process.isRunning { process.terminate() }
     process.waitUntilExit()
     group.wait()
     return CommandResult(status: process.terminationStatus,
-                         stdout: String(decoding: collected.out, as: UTF8.self),
-                         stderr: String(decoding: collected.err, as: UTF8.self))
+                         stdout: String(decoding: collected.value.out, as: UTF8.self),
+                         stderr: String(decoding: collected.value.err, as: UTF8.self))
 }

@@ -40,7 +40,7 @@ extension ProtocolServer {
                                                 to: Timestamp.string(to, in: timeZone), bin: size.rawValue,
                                                 time_zone: timeZone.identifier, bins: messages, id: id))
             case .failure(let error):
-                line = Wire.line(ErrorMessage(message: error.description, id: id))
+                line = Wire.line(ErrorMessage(error, id: id))
             }
             loop.execute { reply.value(line) }
         }

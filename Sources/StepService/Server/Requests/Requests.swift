@@ -22,7 +22,7 @@ extension ProtocolServer {
             case .visits: try visits(request, loop: loop, reply: reply)
             }
         } catch {
-            reply(Wire.line(ErrorMessage(message: "\(error)", id: request.id)))
+            reply(Wire.line(ErrorMessage(failure: error, id: request.id)))
         }
     }
 

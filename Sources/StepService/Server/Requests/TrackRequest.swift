@@ -32,7 +32,7 @@ extension ProtocolServer {
                 let path = StoredPath.track(stored, configuration: configuration)
                 send(path.points, path.distanceMeters, true)
             case .failure(let error):
-                let line = Wire.line(ErrorMessage(message: error.description, id: id))
+                let line = Wire.line(ErrorMessage(error, id: id))
                 loop.execute { reply.value(.line(line)) }
             }
         }

@@ -18,7 +18,7 @@ extension ProtocolServer {
             let line: Data
             switch result {
             case .success(let visits): line = Wire.line(VisitsMessage(visits: visits.map { LocationWire.visit($0.visit) }, id: id))
-            case .failure(let error): line = Wire.line(ErrorMessage(message: error.description, id: id))
+            case .failure(let error): line = Wire.line(ErrorMessage(error, id: id))
             }
             loop.execute { reply.value(line) }
         }

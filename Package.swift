@@ -1,4 +1,4 @@
-// swift-tools-version:5.9
+// swift-tools-version:6.0
 // The targets read as the pipeline: C shims → acquisition → processing → service → clients. What depends on what:
 //   StepAcquisition → StepProcessing, CIIO, CGPS, CZlib      (sources: replay, IIO, gpsd)
 //   StepService     → StepProcessing, StepProtocol, CMosquitto (engine, server, store, fleet; no libiio, no libgps)
@@ -119,8 +119,3 @@ let package = Package(
     ]
 )
 
-// Every Swift target is checked for data races as the Swift 6 language mode checks them (issue 26: the move to that
-// mode, these warnings first so that the work can be done target by target).
-for target in package.targets where target.type != .system && !target.name.hasPrefix("C") {
-    target.swiftSettings = (target.swiftSettings ?? []) + [.enableExperimentalFeature("StrictConcurrency")]
-}

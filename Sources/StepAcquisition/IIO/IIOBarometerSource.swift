@@ -126,7 +126,7 @@ struct PressureReader {
             if !device.isPresent || code == ENODEV || code == ENOENT { throw IIOError.disconnected(device: name) }
             throw IIOError.attributeFailed(device: name, attribute: source, reason: IIODevice.message(errno: code))
         }
-        let text = String(cString: buffer).trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }.trimmingCharacters(in: .whitespacesAndNewlines)
         guard let value = Double(text), value.isFinite else {
             throw IIOError.badAttribute(device: name, attribute: source, value: text, reason: "not a number")
         }

@@ -97,7 +97,7 @@ struct IIODevice: IIONamed {
     static func message(errno: Int32) -> String {
         var buffer = [CChar](repeating: 0, count: 256)
         iio_strerror(errno, &buffer, buffer.count)
-        return String(cString: buffer)
+        return buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
     }
 
     private static func readText(name: String, device: String,
@@ -107,7 +107,7 @@ struct IIODevice: IIONamed {
         if result < 0 {
             throw IIOError.accessFailed(device: device, attribute: name, errno: Int32(-result))
         }
-        return String(cString: buffer).trimmingCharacters(in: .whitespacesAndNewlines)
+        return buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }
 

@@ -5,7 +5,7 @@
 SWIFT ?= swift
 CONFIG ?= release
 
-.PHONY: all setup build release-small run test clean deb
+.PHONY: all setup build release-small run test test-tsan test-asan clean deb
 
 all: build
 
@@ -30,8 +30,17 @@ run: build
 test: setup
 	scripts/test
 
+# The suites that drive the daemon, and the daemon itself under load for a minute, built with ThreadSanitizer
+# (.build-tsan) or AddressSanitizer + LeakSanitizer (.build-asan); any report fails (scripts/test-sanitized,
+# docs/testing.md). ARGS: e.g. `--soak 300`, or class names to run only those.
+test-tsan: setup
+	scripts/test-sanitized thread $(ARGS)
+
+test-asan: setup
+	scripts/test-sanitized address $(ARGS)
+
 clean:
-	rm -rf .build
+	rm -rf .build .build-tsan .build-asan
 
 # The Debian package, stepd_<version>_<arch>.deb, from the release build: debian/rules (debhelper), then lintian
 # (scripts/make-deb). The same command on an arm64 board with Swift makes the arm64 package.

@@ -4,8 +4,8 @@
 //   StepService     → StepProcessing, StepProtocol, CMosquitto (engine, server, store, fleet; no libiio, no libgps)
 //   stepd           → StepAcquisition, StepService            (wires the chosen source to the engine)
 //   stepctl, stepd-web → StepProtocol                          (clients of the socket)
-import PackageDescription
 import Foundation
+import PackageDescription
 
 // The release daemon is linked for memory (docs/iio.md, "Memory"): the Swift runtime and Foundation linked in
 // (only what stepd calls is loaded, and the binary runs without a toolchain), PIE with packed relocations, no
@@ -62,15 +62,17 @@ let package = Package(
         // Pure logic, no I/O: samples, resampling, filters, step detectors, geodesy, position tracking, and the
         // sink protocols through which sources hand their data to the engine.
         .target(name: "StepProcessing", path: "Sources/StepProcessing"),
+        // State that threads share, behind a pthread lock that ThreadSanitizer sees (docs/architecture.md).
+        .target(name: "Locking", path: "Sources/Locking"),
         // Where samples and fixes come from: replay files, IIO accelerometers, gpsd.
         .target(name: "StepAcquisition", dependencies: [
-            "StepProcessing", "CIIO", "CGPS", "CZlib", .product(name: "Logging", package: "swift-log"),
+            "StepProcessing", "Locking", "CIIO", "CGPS", "CZlib", .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/StepAcquisition"),
         // The wire protocol's messages, shared by the daemon and its clients.
         .target(name: "StepProtocol", path: "Sources/StepProtocol"),
         // The daemon's engine: the processing queue, the socket server, the store, the MQTT publisher (Fleet/).
         .target(name: "StepService", dependencies: [
-            "StepProcessing", "StepProtocol", "CMosquitto",
+            "StepProcessing", "StepProtocol", "Locking", "CMosquitto",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -80,14 +82,14 @@ let package = Package(
         ], path: "Sources/StepService"),
 
         .executableTarget(name: "stepd", dependencies: [
-            "StepAcquisition", "StepService",
+            "StepAcquisition", "StepService", "Locking",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/stepd", exclude: ["stepd.order"], linkerSettings: [
             .unsafeFlags(daemonLinkFlags, .when(platforms: [.linux], configuration: .release)),
         ]),
         .executableTarget(name: "stepctl", dependencies: [
-            "StepProtocol",
+            "StepProtocol", "Locking",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], path: "Sources/stepctl", linkerSettings: [
             .unsafeFlags(clientReleaseLinkFlags, .when(platforms: [.linux], configuration: .release)),
@@ -95,7 +97,7 @@ let package = Package(
         // The web dashboard: a client of the socket serving one page over HTTP (docs/web.md). Its page lives in
         // Public/ and is installed under share/stepd-web, not compiled in, so that it can be read and changed.
         .executableTarget(name: "stepd-web", dependencies: [
-            "StepProtocol",
+            "StepProtocol", "Locking",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -113,8 +115,8 @@ let package = Package(
         // What the test targets share (a seeded generator); not part of the product.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "StepProcessingTests", dependencies: ["StepProcessing", "TestSupport"], path: "Tests/StepProcessingTests"),
-        .testTarget(name: "StepServiceTests", dependencies: ["StepProtocol", "StepService", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio")], path: "Tests/StepServiceTests"),
-        .testTarget(name: "StepdIntegrationTests", dependencies: ["StepProtocol", "StepAcquisition", "TestSupport"],
+        .testTarget(name: "StepServiceTests", dependencies: ["StepProtocol", "StepService", "Locking", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio")], path: "Tests/StepServiceTests"),
+        .testTarget(name: "StepdIntegrationTests", dependencies: ["StepProtocol", "StepAcquisition", "Locking", "TestSupport"],
                     path: "Tests/StepdIntegrationTests"),
     ]
 )

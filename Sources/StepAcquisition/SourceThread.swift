@@ -1,6 +1,6 @@
 import Foundation
+import Locking
 import Logging
-import Synchronization
 
 /// A source's own thread and how it stops, the same for every source (IIO accelerometer and barometer, gpsd,
 /// replay): the thread polls `isStopped` or sleeps in `wait`, which a stop cuts short; a blocking read installs
@@ -9,7 +9,7 @@ import Synchronization
 /// but at most `stopTimeoutSeconds`: it returns false when the thread was still running then, and every source
 /// logs that (a wedged driver), so a stop that did not wait is never silent.
 ///
-/// Sendable by construction: the state is in a Mutex. `wakeUps` only orders sleeps and wake-ups: a sleeper
+/// Sendable by construction: the state is in a `Locked` value. `wakeUps` only orders sleeps and wake-ups: a sleeper
 /// looks at the state and sleeps under its lock, and whoever changes the state broadcasts under it, so no
 /// wake-up falls between the look and the sleep.
 public final class SourceThread: Sendable {
@@ -25,7 +25,7 @@ public final class SourceThread: Sendable {
     }
 
     private let name: String
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let wakeUps = NSCondition()
 
     public init(name: String) {

@@ -1,6 +1,6 @@
 import Foundation
+import Locking
 import StepProtocol
-import Synchronization
 
 /// Why stepctl could not get an answer from the daemon.
 enum ClientError: Error, CustomStringConvertible {
@@ -66,7 +66,7 @@ final class Client: Sendable {
         /// The last ERROR read, so that a connection the daemon closes after one can say why.
         var lastError: String?
     }
-    private let received = Mutex(Received())
+    private let received = Locked(Received())
 
     init(path: String) throws {
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)

@@ -1,8 +1,8 @@
 import ArgumentParser
 import Dispatch
 import Foundation
+import Locking
 import StepProtocol
-import Synchronization
 
 /// The seismometer: a live strip chart of vertical acceleration and a needle gauge, redrawn in place.
 struct Graph: ParsableCommand {
@@ -106,10 +106,10 @@ struct Graph: ParsableCommand {
 /// The chart shared by the reader thread (which adds and draws) and the main queue (a resized terminal): the
 /// chart behind a lock.
 final class SeismometerView: Sendable {
-    private let chart: Mutex<SeismometerChart>
+    private let chart: Locked<SeismometerChart>
 
     init(width: Int, height: Int, fullScale: Double) {
-        chart = Mutex(SeismometerChart(width: width, height: height, fullScale: fullScale))
+        chart = Locked(SeismometerChart(width: width, height: height, fullScale: fullScale))
     }
 
     /// A line shown in place of "Ctrl-C to quit" (the daemon gone, waiting for it).

@@ -1,10 +1,10 @@
 import Foundation
+import Locking
 import NIOCore
-import NIOFoundationCompat
 import NIOExtras
+import NIOFoundationCompat
 import NIOPosix
 import StepProtocol
-import Synchronization
 
 /// Why stepd-web could not get an answer from the daemon; the text goes to the page and the log.
 enum DaemonError: Error, CustomStringConvertible {
@@ -122,7 +122,7 @@ struct DaemonLink: Sendable {
 
 /// Whether a connection's deadline fired, set on its event loop and read after the connection closed.
 private final class Expiry: Sendable {
-    private let value = Mutex(false)
+    private let value = Locked(false)
     var fired: Bool { value.withLock { $0 } }
     func fire() { value.withLock { $0 = true } }
 }

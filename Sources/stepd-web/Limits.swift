@@ -1,9 +1,9 @@
 import Foundation
+import Locking
 import Logging
 import NIOCore
 import NIOHTTPTypes
 import StepProtocol
-import Synchronization
 
 /// What stepd-web holds for a client, and for how long (docs/web.md, "Limits"): nothing forever.
 enum WebLimits {
@@ -183,7 +183,7 @@ enum Query {
 
 /// The HTTP connections open now, so that a shutdown can close those its graceful part leaves open.
 final class OpenConnections: Sendable {
-    private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
+    private let channels = Locked<[ObjectIdentifier: any Channel]>([:])
 
     func add(_ channel: any Channel) { channels.withLock { $0[ObjectIdentifier(channel)] = channel } }
     func remove(_ channel: any Channel) { channels.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(channel)) } }

@@ -1,13 +1,13 @@
 import Foundation
 import Glibc
+import Locking
 import StepAcquisition
 import StepProtocol
-import Synchronization
 
 /// Analyses recordings on `jobs` threads, each taking the next file (largest first, so that a long one does
 /// not start last), and reports them in the order given, each as soon as it and those before it are done. On
 /// a terminal, a progress line on standard error says the files done, samples a second and the time left.
-/// The counters the workers share are in a `Mutex`; a semaphore signalled per file done wakes the reporting thread.
+/// The counters the workers share are in a `Locked` value; a semaphore signalled per file done wakes the reporting thread.
 final class AnalysisRunner: Sendable {
     enum Outcome: Sendable {
         case success(AnalysisResult)
@@ -32,7 +32,7 @@ final class AnalysisRunner: Sendable {
         var failures = 0
         var doneCount = 0
     }
-    private let progress: Mutex<Progress>
+    private let progress: Locked<Progress>
     /// Signalled once per file done, after its outcome is stored: the reporting thread waits on it.
     private let fileDone = DispatchSemaphore(value: 0)
 
@@ -43,7 +43,7 @@ final class AnalysisRunner: Sendable {
             ((try? FileManager.default.attributesOfItem(atPath: analysis.path))?[.size] as? NSNumber)?.intValue ?? 0
         }
         self.sizes = sizes
-        progress = Mutex(Progress(outcomes: Array(repeating: nil, count: analyses.count),
+        progress = Locked(Progress(outcomes: Array(repeating: nil, count: analyses.count),
                                   bytesRead: Array(repeating: 0, count: analyses.count),
                                   samplesRead: Array(repeating: 0, count: analyses.count),
                                   queue: analyses.indices.sorted { sizes[$0] > sizes[$1] }))

@@ -1,12 +1,12 @@
 import ArgumentParser
 import Dispatch
 import Foundation
+import Locking
 import Logging
 import StepAcquisition
 import StepProcessing
 import StepProtocol
 import StepService
-import Synchronization
 
 /// The daemon itself: picks a source, starts the engine and the socket server, runs until SIGTERM/SIGINT.
 struct Run: ParsableCommand {
@@ -177,7 +177,7 @@ struct Run: ParsableCommand {
 
 /// A value one part's start makes and its stop needs (the barometer, when there is one).
 final class Held<Value: Sendable>: Sendable {
-    private let held = Mutex<Value?>(nil)
+    private let held = Locked<Value?>(nil)
     var value: Value? {
         get { held.withLock { $0 } }
         set { held.withLock { $0 = newValue } }

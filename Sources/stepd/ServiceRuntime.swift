@@ -1,8 +1,8 @@
 import Foundation
+import Locking
 import Logging
 import StepProtocol
 import StepService
-import Synchronization
 
 /// The daemon's life as a system service: the history store the count continues from, the socket systemd
 /// may pass, and the notify protocol (READY, STATUS, WATCHDOG, STOPPING).
@@ -11,10 +11,10 @@ final class ServiceRuntime: Sendable {
     private let engine: Engine
     private let logger: Logger
     private let notifier = Notifier.fromEnvironment()
-    private let watchdog = Mutex<Watchdog?>(nil)
+    private let watchdog = Locked<Watchdog?>(nil)
     /// Held for the life of the process: one daemon per state directory. Set at start, and again by the
     /// store's queue after a fault (`relockIfLost`).
-    private let lock = Mutex<StateDirectoryLock?>(nil)
+    private let lock = Locked<StateDirectoryLock?>(nil)
 
     init(options: ServiceOptions, engine: Engine, logger: Logger) {
         self.engine = engine

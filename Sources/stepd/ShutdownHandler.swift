@@ -1,8 +1,8 @@
 import Dispatch
 import Foundation
+import Locking
 import Logging
 import StepService
-import Synchronization
 
 /// The one place that catches SIGTERM and SIGINT: the daemon's Lifecycle stops its parts in reverse order of
 /// start (the sources, the socket, the engine's queue, the store: docs/architecture.md), then exit 0.
@@ -22,7 +22,7 @@ enum ShutdownHandler {
         var lifecycle: Lifecycle?
         var state: @Sendable () -> String = { "starting" }
     }
-    private static let handling = Mutex(Handling())
+    private static let handling = Locked(Handling())
 
     static func catchSignals(logger: Logger) {
         var caught = sigset_t()

@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 @testable import StepService
 import StepProtocol
-import Synchronization
+import Locking
 import XCTest
 
 /// The MQTT outbox in a real store (Fleet/StepStore+Outbox.swift): what goes in, once and in order, from the
@@ -186,5 +186,5 @@ final class FleetOutboxTests: XCTestCase {
 
 /// What a store call completed with, from its queue.
 private final class Completion<T: Sendable>: Sendable {
-    let value = Mutex<Result<T, StoreError>?>(nil)
+    let value = Locked<Result<T, StoreError>?>(nil)
 }

@@ -1,8 +1,8 @@
 import Dispatch
 import Foundation
+import Locking
 import Logging
 import StepService
-import Synchronization
 import XCTest
 
 /// The daemon's start and stop contract (Lifecycle), with parts that record what happens to them.
@@ -11,7 +11,7 @@ final class LifecycleTests: XCTestCase {
 
     /// What the parts did, in order: "start a", "stop a".
     private final class Journal: Sendable {
-        private let entries = Mutex<[String]>([])
+        private let entries = Locked<[String]>([])
         func note(_ entry: String) { entries.withLock { $0.append(entry) } }
         var all: [String] { entries.withLock { $0 } }
     }

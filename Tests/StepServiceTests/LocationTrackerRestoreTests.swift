@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import StepProcessing
 @testable import StepService
-import Synchronization
+import Locking
 import XCTest
 
 /// The position side's part in persistence, without threads: what it hands the store, and a path continued
@@ -19,7 +19,7 @@ final class LocationTrackerRestoreTests: XCTestCase {
     }
 
     private final class Records: Sendable {
-        private let lists = Mutex<(points: [TrackPoint], visits: [Visit])>(([], []))
+        private let lists = Locked<(points: [TrackPoint], visits: [Visit])>(([], []))
         var points: [TrackPoint] { lists.withLock { $0.points } }
         var visits: [Visit] { lists.withLock { $0.visits } }
         func add(_ record: LocationRecord) {

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 @testable import StepService
-import Synchronization
+import Locking
 import XCTest
 
 /// The store's fault handling against real SQLite files: a damaged write-ahead log is told from a torn tail,
@@ -177,8 +177,8 @@ final class StepStoreFaultTests: XCTestCase {
 
 /// A value shared with a callback on another queue.
 private final class NIOLockedBox<T: Sendable>: Sendable {
-    private let value: Mutex<T>
-    init(_ value: T) { self.value = Mutex(value) }
+    private let value: Locked<T>
+    init(_ value: T) { self.value = Locked(value) }
     func get() -> T { value.withLock { $0 } }
     func set(_ newValue: T) { value.withLock { $0 = newValue } }
 }

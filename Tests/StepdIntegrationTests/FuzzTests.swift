@@ -1,6 +1,7 @@
 import Foundation
-import XCTest
+import Locking
 import TestSupport
+import XCTest
 
 /// Random and mutated requests against the live daemon: it must answer, stay up, and not grow.
 final class FuzzTests: XCTestCase {

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 import XCTest
 #if canImport(FoundationXML)
 import FoundationXML
@@ -353,7 +353,7 @@ private final class TrackPointCounter: NSObject, XMLParserDelegate {
 
 /// Failures gathered from the threads that replay logs at once, reported on the test's own thread.
 private final class ProblemList: Sendable {
-    private let problems = Mutex<[String]>([])
+    private let problems = Locked<[String]>([])
     func add(_ more: [String]) { problems.withLock { $0 += more } }
     var all: [String] { problems.withLock { $0 } }
 }

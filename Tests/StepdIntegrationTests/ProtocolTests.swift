@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 import XCTest
 
 /// The socket protocol, spoken to the real daemon through a real Unix socket.
@@ -212,7 +212,7 @@ final class ProtocolTests: XCTestCase {
         }
         let group = DispatchGroup()
         final class Failures: Sendable {
-            private let list = Mutex<[String]>([])
+            private let list = Locked<[String]>([])
             func add(_ s: String) { list.withLock { $0.append(s) } }
             var all: [String] { list.withLock { $0 } }
         }

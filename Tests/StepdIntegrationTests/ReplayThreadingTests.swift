@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import StepAcquisition
 import StepProcessing
 import Synchronization

@@ -1,6 +1,6 @@
 import Foundation
+import Locking
 import Logging
-import Synchronization
 import XCTest
 @testable import StepAcquisition
 
@@ -85,7 +85,7 @@ final class SourceThreadTests: XCTestCase {
 }
 
 private final class Lines: Sendable {
-    private let lines = Mutex<[String]>([])
+    private let lines = Locked<[String]>([])
     func add(_ line: String) { lines.withLock { $0.append(line) } }
     var all: [String] { lines.withLock { $0 } }
 }
@@ -103,7 +103,7 @@ private struct CapturingHandler: LogHandler {
 
 /// A flag set on one thread and read on another.
 private final class Flag: Sendable {
-    private let value = Mutex(false)
+    private let value = Locked(false)
     func set() { value.withLock { $0 = true } }
     var isSet: Bool { value.withLock { $0 } }
 }

@@ -1,6 +1,6 @@
 import Foundation
+import Locking
 import StepProtocol
-import Synchronization
 import XCTest
 
 /// Nothing a client asks of the store slows counting or holds a stop back: track exports are built off the
@@ -71,7 +71,7 @@ final class StoreLoadTests: XCTestCase {
                 var finished: [(points: Int, bytes: Int)] = []
                 var errors: [String] = []
             }
-            let done = Mutex(Done())
+            let done = Locked(Done())
         }
         let exports = Exports()
         let group = DispatchGroup()

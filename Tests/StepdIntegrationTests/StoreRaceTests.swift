@@ -1,6 +1,6 @@
 import Foundation
+import Locking
 import StepProtocol
-import Synchronization
 import XCTest
 
 /// History reads racing a store that gives its database up (the file deleted under it, a full disk): a read
@@ -17,7 +17,7 @@ final class StoreRaceTests: XCTestCase {
             /// Anything else: a connection closed, a reply that is neither HISTORY nor ERROR.
             var failures: [String] = []
         }
-        private let tally = Mutex(Tally())
+        private let tally = Locked(Tally())
         private let group = DispatchGroup()
         var histories: Int { tally.withLock { $0.histories } }
         var failures: [String] { tally.withLock { $0.failures } }

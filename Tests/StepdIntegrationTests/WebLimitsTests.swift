@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import StepProtocol
 import XCTest
 #if canImport(FoundationNetworking)

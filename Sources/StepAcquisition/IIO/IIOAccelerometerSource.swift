@@ -1,6 +1,6 @@
 import Foundation
+import Locking
 import Logging
-import Synchronization
 import StepProcessing
 
 /// An IIO accelerometer as a sample source: finds the device (by `selector`, else the first), reads it
@@ -16,7 +16,7 @@ public final class IIOAccelerometerSource: SampleSource, Sendable {
         var description: String
         var kind: String
     }
-    private let identity: Mutex<Identity>
+    private let identity: Locked<Identity>
     public var description: String { identity.withLock { $0.description } }
     public var kind: String { identity.withLock { $0.kind } }
 
@@ -31,9 +31,9 @@ public final class IIOAccelerometerSource: SampleSource, Sendable {
         self.pipelineRateHz = pipelineRateHz
         self.logger = logger
         if let (_, found) = try? IIODiscovery.find(uri: uri, selector: selector) {
-            identity = Mutex(Identity(description: found.displayName, kind: found.buffered ? "iio-buffer" : "iio-poll"))
+            identity = Locked(Identity(description: found.displayName, kind: found.buffered ? "iio-buffer" : "iio-poll"))
         } else {
-            identity = Mutex(Identity(description: selector.map { "iio \($0)" } ?? "iio accelerometer", kind: "iio"))
+            identity = Locked(Identity(description: selector.map { "iio \($0)" } ?? "iio accelerometer", kind: "iio"))
         }
     }
 

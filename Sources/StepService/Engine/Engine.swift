@@ -1,10 +1,10 @@
 import Dispatch
 import Foundation
+import Locking
 import Logging
 import NIOConcurrencyHelpers
 import StepProcessing
 import StepProtocol
-import Synchronization
 
 /// The processing engine. It owns the pipeline and the count on one serial dispatch queue: sources hand
 /// samples over from their own threads, and everything that changes state runs on `queue`. Readers (the
@@ -36,7 +36,7 @@ public final class Engine: SampleSink, BarometerSink, Sendable {
     /// zone does not change while it runs (Foundation reads TZ and /etc/localtime once).
     let dayCalendar: Calendar
     /// Owned by `queue`: taken only through `withState`.
-    private let state: Mutex<EngineState>
+    private let state: Locked<EngineState>
 
     let latestHardwareSteps = NIOLockedValueBox<Int?>(nil)
     /// Barometer readings waiting for the next batch of samples, which counts them (they wait for the
@@ -72,7 +72,7 @@ public final class Engine: SampleSink, BarometerSink, Sendable {
         published = NIOLockedValueBox(initial.snapshot(rateOutHz: configuration.rateHz, sourceRejected: 0,
                                                        hardwareSteps: nil))
         publishedLocation = NIOLockedValueBox(initial.locationTracker.snapshot)
-        state = Mutex(initial)
+        state = Locked(initial)
         queue.async { [self] in withState { scheduleMidnight(&$0) } }
     }
 

@@ -6,7 +6,7 @@ import StepProcessing
 import StepProtocol
 
 /// What the `stepd.mqtt` queue owns: the link's state, the outbox window, the throttles, the seal timer.
-/// `FleetPublisher` keeps it in a Mutex taken only on that queue (each entry point checks it), so the lock is
+/// `FleetPublisher` keeps it in a `Locked` value taken only on that queue (each entry point checks it), so the lock is
 /// never contended; it is what lets the compiler check that nothing else touches this state. Work for later
 /// (a store's answer, a throttle's trailing edge, a timer) hops back through the publisher (`hop`).
 final class FleetCore {

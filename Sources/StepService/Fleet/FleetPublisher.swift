@@ -1,10 +1,10 @@
 import Dispatch
 import Foundation
+import Locking
 import Logging
 import NIOConcurrencyHelpers
 import StepProcessing
 import StepProtocol
-import Synchronization
 
 /// Publishes this device to an MQTT broker (docs/fleet.md): retained `status`, `steps` and `position`, and
 /// the durable record (finished minute bins, visits) through the outbox in the history database.
@@ -13,7 +13,7 @@ import Synchronization
 /// results (from the store's queue) and libmosquitto's callbacks (from its network thread) only hop onto it.
 /// Nothing here runs on the processing queue or the server's event loop, and nothing blocks them.
 ///
-/// Sendable by construction: what the queue owns is in `core` (FleetCore, in a Mutex taken only on `queue`);
+/// Sendable by construction: what the queue owns is in `core` (FleetCore, in a `Locked` value taken only on `queue`);
 /// `status` is behind a lock of its own.
 public final class FleetPublisher: Sendable {
     /// While walking, STEPS goes out at most this often (and once more when the walk ends).
@@ -33,7 +33,7 @@ public final class FleetPublisher: Sendable {
     private let engine: Engine
     private let logger: Logger
     let queue: DispatchQueue
-    private let core: Mutex<FleetCore>
+    private let core: Locked<FleetCore>
     private let published: NIOLockedValueBox<MQTTStatusMessage>
 
     public init(configuration: FleetConfiguration, store: StepStore, engine: Engine,
@@ -49,7 +49,7 @@ public final class FleetPublisher: Sendable {
         self.published = published
         let queue = DispatchQueue(label: "stepd.mqtt", qos: .utility)
         self.queue = queue
-        core = Mutex(FleetCore(configuration: configuration, topics: topics, engine: engine, store: store, logger: logger,
+        core = Locked(FleetCore(configuration: configuration, topics: topics, engine: engine, store: store, logger: logger,
                                queue: queue, published: published))
     }
 

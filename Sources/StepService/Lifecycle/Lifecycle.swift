@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
+import Locking
 import Logging
-import Synchronization
 
 /// The one owner of the daemon's start and stop. The parts (the store, the engine, the sources, the server,
 /// MQTT, systemd's watchdog) start in the order given, which is their dependency order, and stop in reverse.
@@ -58,7 +58,7 @@ public final class Lifecycle: Sendable {
         var started: [Stopping] = []
         var stopRequested = false
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Left once the parts started have stopped (or nothing will start): what `stop` waits for.
     private let finished = DispatchGroup()
     private let logger: Logger

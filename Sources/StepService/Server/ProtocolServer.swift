@@ -1,10 +1,10 @@
 import Foundation
+import Locking
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import StepProtocol
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -31,7 +31,7 @@ public enum ServerError: Error, CustomStringConvertible {
 /// The Unix-socket server: newline-delimited JSON on one event loop. All per-client state (sessions, watches)
 /// belongs to that loop; the engine's events hop onto it. What each request does: Requests/.
 /// Sendable by construction: that state is in a NIOLoopBoundBox (reached only on `loop`, which it checks), and
-/// what the starting thread sets (`store`, `fleet`, the channel) is behind a Mutex.
+/// what the starting thread sets (`store`, `fleet`, the channel) is behind a `Locked` lock.
 public final class ProtocolServer: Sendable {
     public struct Configuration: Sendable {
         public var socketPath: String
@@ -71,7 +71,7 @@ public final class ProtocolServer: Sendable {
         var store: StepStore?
         var fleet: FleetPublisher?
     }
-    private let setup = Mutex(Setup())
+    private let setup = Locked(Setup())
     /// The history database, when the daemon keeps one; set before `start`.
     public var store: StepStore? {
         get { setup.withLock { $0.store } }

@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 import GRDB
-import Synchronization
+import Locking
 
 /// The open database pool and the reads that hold it. GRDB's `DatabasePool` must not be closed while a read
 /// uses it: a read that meets a closed connection hands SQLite a freed handle (SIGSEGV in
@@ -12,15 +12,15 @@ import Synchronization
 /// No new pool is installed while a retired one is still open: closing runs SQLite's last checkpoint and then
 /// deletes the write-ahead log *by name*, which must never be the next database's log.
 ///
-/// Sendable by construction: the pool and whether it is retired are in a Mutex; the leases held are counted by
-/// a DispatchGroup (entered under the Mutex), which `retire` waits on.
+/// Sendable by construction: the pool and whether it is retired are in a `Locked` value; the leases held are counted by
+/// a DispatchGroup (entered under the lock), which `retire` waits on.
 final class DatabaseLeases: Sendable {
     private struct State {
         var pool: DatabasePool?
         /// The pool is being given up: no new lease, and the reads holding one stop.
         var retired = false
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// One member per lease held.
     private let holders = DispatchGroup()
 

@@ -1,10 +1,10 @@
 import Dispatch
 import Foundation
 import GRDB
+import Locking
 import Logging
 import NIOConcurrencyHelpers
 import StepProcessing
-import Synchronization
 
 /// The history database: an SQLite file (WAL) in the state directory, written by `StoreWriter` from a queue
 /// of its own so that the processing queue never waits for the disk. Everything to keep comes through
@@ -17,7 +17,7 @@ import Synchronization
 /// The queue is the database pool's one owner: it opens it and gives it up; reads lease it
 /// (`DatabaseLeases`), and a pool given up is closed only once no read holds it.
 ///
-/// Sendable by construction: what the queue owns is in `core` (a Mutex, taken only on the queue); the inbox,
+/// Sendable by construction: what the queue owns is in `core` (a `Locked` value, taken only on the queue); the inbox,
 /// the published status and `stopping` are behind locks of their own.
 public final class StepStore: Sendable {
     public struct Configuration: Sendable {
@@ -70,7 +70,7 @@ public final class StepStore: Sendable {
     /// The pool as reads take it, from any thread.
     let leases: DatabaseLeases
     /// Everything the queue owns (StoreCore), reached only on `queue`.
-    private let core: Mutex<StoreCore>
+    private let core: Locked<StoreCore>
     private let published: NIOLockedValueBox<StoreStatus>
 
     /// Called on the store's queue when the database becomes available after counting began without it, with
@@ -104,7 +104,7 @@ public final class StepStore: Sendable {
         let published = NIOLockedValueBox(StoreStatus(path: configuration.path, state: "starting", error: nil,
                                                       retentionDays: configuration.retentionDays, lastCommit: nil))
         (self.queue, self.inbox, self.stopping, self.published) = (queue, inbox, stopping, published)
-        core = Mutex(StoreCore(configuration: configuration, logger: logger, queue: queue, writer: writer,
+        core = Locked(StoreCore(configuration: configuration, logger: logger, queue: queue, writer: writer,
                                inbox: inbox, published: published, stopping: stopping))
     }
 

@@ -6,8 +6,8 @@ import NIOConcurrencyHelpers
 import StepProcessing
 
 /// What the store's queue owns: the writer and its pool, the count as it stands, the batch not yet committed,
-/// the failure, the timer. `StepStore` keeps it in a Mutex and reaches it only from `queue` (each entry point
-/// below checks that too), so the lock is never contended; the Mutex is what lets the compiler check that
+/// the failure, the timer. `StepStore` keeps it in a `Locked` value and reaches it only from `queue` (each entry point
+/// below checks that too), so the lock is never contended; the lock is what lets the compiler check that
 /// nothing else touches it.
 final class StoreCore {
     typealias Counter = StepStore.Counter

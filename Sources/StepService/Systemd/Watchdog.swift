@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import Synchronization
+import Locking
 
 /// Sends WATCHDOG=1 only while the daemon really works: each ping travels through the processing queue and
 /// the socket server's event loop first, so a wedged pipeline or server stops the pings and systemd
@@ -12,7 +12,7 @@ public final class Watchdog: Sendable {
     private let statusText: @Sendable () -> String
     private let queue = DispatchQueue(label: "stepd.watchdog")
     /// The timer (set by `start`, cancelled by `stop`) and the STATUS last sent (by the timer, on `queue`).
-    private let state = Mutex<(timer: DispatchSourceTimer?, lastStatus: String)>((nil, ""))
+    private let state = Locked<(timer: DispatchSourceTimer?, lastStatus: String)>((nil, ""))
 
     /// `probe` calls its argument once the daemon's queues have answered.
     public init(notifier: Notifier, interval: TimeInterval,

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 import XCTest
 
 /// The real `stepd` binary running in the background on a temporary socket.
@@ -82,8 +82,8 @@ final class Daemon {
 /// thread while it reads on another (FuzzTests): what has been read is behind a lock.
 final class SocketClient: Sendable {
     private let fd: Int32
-    private let pending = Mutex(Data())
-    private let versionLine = Mutex<String?>(nil)
+    private let pending = Locked(Data())
+    private let versionLine = Locked<String?>(nil)
 
     /// The greeting, when the client was made with `readVersion`.
     var version: [String: Any] { versionLine.withLock { $0 }.flatMap { try? Self.object($0) } ?? [:] }

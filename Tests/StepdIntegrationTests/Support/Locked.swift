@@ -1,15 +1,7 @@
-import Synchronization
+import Locking
 
-/// A value shared by the threads of a test (clients started on other queues, a process's pipes read in the
-/// background), behind a Mutex: Sendable by construction.
-final class Locked<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-
-    init(_ value: Value) { mutex = Mutex(value) }
-
-    func withLock<Result: Sendable>(_ body: (inout Value) -> Result) -> Result {
-        mutex.withLock { body(&$0) }
-    }
-
+/// A test's shared value, read whole (the threads of a test: clients started on other queues, a process's pipes
+/// read in the background).
+extension Locked where Value: Sendable {
     var value: Value { withLock { $0 } }
 }

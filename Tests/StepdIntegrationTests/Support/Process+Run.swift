@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 
 /// The output of a finished command.
 struct CommandResult {

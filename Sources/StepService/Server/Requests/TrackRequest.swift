@@ -1,8 +1,8 @@
 import Foundation
+import Locking
 import NIOCore
 import StepProcessing
 import StepProtocol
-import Synchronization
 
 /// `{"cmd":"track","format":"geojson"|"gpx"}`: the path kept in memory since start (continued from the store),
 /// or with `from`/`to` the store's saved path in that range. The store's read happens off the event loop and
@@ -65,7 +65,7 @@ final class TrackReply: ReplyPieces, Sendable {
     }
     private let progress: NIOLoopBoundBox<Progress>
     /// Taken by the one job making a piece (`making`), and on the loop to drop it once the document is made.
-    private let writer: Mutex<TrackDocumentWriter?>
+    private let writer: Locked<TrackDocumentWriter?>
 
     init(points: [TrackPoint], distanceMeters: Double, format: TrackFormat, id: JSONValue?, holdsOwnData: Bool,
          loop: EventLoop) {
@@ -87,13 +87,13 @@ final class TrackReply: ReplyPieces, Sendable {
         if let range = line.firstRange(of: Data("\\u0001document".utf8)) {
             progress.head = line[..<range.lowerBound]
             progress.tail = line[range.upperBound...]
-            self.writer = Mutex(writer)
+            self.writer = Locked(writer)
         } else {
             // Only if the encoder escaped the marker some other way: the line whole rather than a broken one.
             message.document = writer.whole()
             progress.head = Wire.line(message)
             progress.finished = true
-            self.writer = Mutex(nil)
+            self.writer = Locked(nil)
         }
         // Made off the loop (the store's or the engine's queue), handed to it whole.
         self.progress = .makeBoxSendingValue(progress, eventLoop: loop)

@@ -13,8 +13,13 @@ enum Unprivileged {
         }
     }
 
-    /// Lets every user connect to the daemon's socket (the daemon makes it 0660 for its group).
+    /// Lets every user connect to the daemon's socket (the daemon makes it 0660 for its group). The socket takes
+    /// connections from its bind, a moment before the daemon sets its mode: wait for that mode, or a chmod made
+    /// first is undone and the other users are refused.
     static func openSocket(_ daemon: Daemon) {
+        let deadline = Date(timeIntervalSinceNow: 10)
+        var info = stat()
+        while Date() < deadline, stat(daemon.socketPath, &info) != 0 || info.st_mode & 0o777 != 0o660 { usleep(10_000) }
         chmod(daemon.socketPath, 0o666)
         chmod((daemon.socketPath as NSString).deletingLastPathComponent, 0o755)
     }

@@ -24,6 +24,24 @@ final class SourceThreadTests: XCTestCase {
         XCTAssertTrue(thread.isStopped)
     }
 
+    /// The kernel's name of the thread (what /proc, top -H and scripts/bench-iio's wake-ups per thread show) is the
+    /// source's: Foundation's Thread.name alone left every source's thread named after the executable.
+    func testTheThreadCarriesItsNameInTheKernel() {
+        let thread = SourceThread(name: "stepd.iio")
+        let long = SourceThread(name: "stepd.barometer.extra")
+        let seen = Locked<[String]>([])
+        for source in [thread, long] {
+            source.start {
+                let comm = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "?"
+                seen.withLock { $0.append(comm.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            }
+            let deadline = Date().addingTimeInterval(5)
+            while seen.withLock({ $0.count }) < (source === thread ? 1 : 2), Date() < deadline { usleep(2_000) }
+            XCTAssertTrue(source.stop())
+        }
+        XCTAssertEqual(seen.withLock { $0 }, ["stepd.iio", "stepd.barometer"], "cut to the kernel's 15 bytes")
+    }
+
     func testStopCancelsTheBlockingReadTheThreadIsIn() {
         let thread = SourceThread(name: "test.blocking")
         let blocked = DispatchSemaphore(value: 0), unblock = DispatchSemaphore(value: 0)

@@ -179,16 +179,30 @@ final class WebLimitsTests: XCTestCase {
 final class WebWriteStallTests: XCTestCase {
     /// A client that asks for a file 200 times in one write and never reads (a 4 KiB receive buffer): once the
     /// socket's buffers are full and stepd-web's own is past its mark, the connection is closed after
-    /// WebLimits.writeStallSeconds (30 s). stepd-web's sockets are counted in /proc. ~35 s.
+    /// WebLimits.writeStallSeconds (30 s). stepd-web's end of that connection is found in /proc/net/tcp (by the
+    /// client's port) and looked for among its descriptors in /proc: other sockets of stepd-web that come and go
+    /// meanwhile (its link to the daemon) change nothing. ~35 s.
     func testAClientThatReadsNothingIsClosedAfterThirtySecondsWithoutRoom() throws {
         let directory = try TemporaryDirectory()
         let (daemon, web) = try serve(directory)
         defer { web.stop(); daemon.terminate() }
-        func sockets() -> Int {
+        func sockets() -> [String] {
             let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(web.process.processIdentifier)/fd")) ?? []
-            return fds.filter { ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(web.process.processIdentifier)/fd/\($0)")) ?? "").hasPrefix("socket:") }.count
+            return fds.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(web.process.processIdentifier)/fd/\($0)") }
+                .filter { $0.hasPrefix("socket:") }
         }
-        let before = sockets()
+        /// The inode of the accepted socket whose peer is the client's port (0 while it waits in the accept queue).
+        func serverInode(clientPort: Int) -> String? {
+            let local = String(format: ":%04X", web.port), remote = String(format: ":%04X", clientPort)
+            for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+                let text = (try? String(contentsOfFile: table, encoding: .utf8)) ?? ""
+                for line in text.split(separator: "\n").dropFirst() {
+                    let field = line.split(separator: " ", omittingEmptySubsequences: true)
+                    if field.count > 9, field[1].hasSuffix(local), field[2].hasSuffix(remote), field[9] != "0" { return String(field[9]) }
+                }
+            }
+            return nil
+        }
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var size: Int32 = 4096
@@ -201,13 +215,24 @@ final class WebWriteStallTests: XCTestCase {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         XCTAssertEqual(connected, 0)
+        var bound = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &bound) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        let clientPort = Int(UInt16(bigEndian: bound.sin_port))
         let requests = Array(String(repeating: "GET /leaflet/leaflet.js HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", count: 200).utf8)
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         _ = requests.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
-        try pollUntil("stepd-web to hold the connection", timeout: 5, every: 0.05) { sockets() > before }
+        var inode = ""
+        try pollUntil("stepd-web to hold the connection from port \(clientPort)", timeout: 10, every: 0.05,
+                      detail: "\(sockets())") {
+            inode = serverInode(clientPort: clientPort) ?? ""
+            return !inode.isEmpty && sockets().contains("socket:[\(inode)]")
+        }
         let opened = Date()
         try pollUntil("stepd-web to close the connection of a client that reads nothing", timeout: 60, every: 0.5,
-                      detail: "\(sockets()) sockets, \(before) before") { sockets() <= before }
+                      detail: "socket:[\(inode)] among \(sockets())") { !sockets().contains("socket:[\(inode)]") }
         let held = Date().timeIntervalSince(opened)
         print("WebLimitsTests: a client reading nothing was closed after \(String(format: "%.1f", held)) s")
         XCTAssertGreaterThan(held, 29, "closed before the client had 30 s without room")

@@ -51,6 +51,7 @@ struct Run: ParsableCommand {
     mutating func run() throws {
         if iio.listDevices { return try iio.listAccelerometers() }
         CrashTrace.enableByRestarting()  // first: it may start this process again, with the backtracer set
+        MallocArenas.limit()
         try applyConfigurationFile()
         let level = Logger.Level(rawValue: logLevel) ?? .info
         let style = DaemonLogHandler.Style.detect()

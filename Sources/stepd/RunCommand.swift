@@ -59,7 +59,7 @@ struct Run: ParsableCommand {
         let logger = Logger(label: "stepd")
         ShutdownHandler.catchSignals(logger: logger)
         do { try start(logger: logger) } catch let failure as StartFailure { throw failure.exit() }
-        dispatchMain()
+        ShutdownHandler.serve()
     }
 
     /// Everything up to serving: a failure here is a StartFailure with its reason and exit status.

@@ -10,7 +10,7 @@ import PackageDescription
 // The release daemon is linked for memory (docs/iio.md, "Memory"): the Swift runtime and Foundation linked in
 // (only what stepd calls is loaded, and the binary runs without a toolchain), PIE with packed relocations, no
 // exported symbol table, and the functions a running daemon executes laid out together (Sources/stepd/stepd.order,
-// made by scripts/order-file), so that the pages it touches are few: 9 MB less RSS. STEPD_ORDER_FILE names
+// made by scripts/order-file), so that the pages it touches are few: 7.7 MB less RSS. STEPD_ORDER_FILE names
 // another file, or with an empty value none (to measure what it saves); the linker skips names it no longer
 // finds, and OrderFileTests fails when more than 5 % of them are gone.
 let packageRoot = String(#filePath.dropLast("/Package.swift".count))

@@ -136,12 +136,14 @@ int cmosq_success(void) { return MOSQ_ERR_SUCCESS; }
 const char *cmosq_error_string(int code) {
     if (code == CMOSQ_ERR_LIBRARY) return load_failure;
     if (code == MOSQ_ERR_ERRNO) return strerror(errno);
-    return p_mosquitto_strerror(code);
+    return p_mosquitto_strerror ? p_mosquitto_strerror(code) : "libmosquitto is not loaded";
 }
 
 const char *cmosq_failure_string(int code, int error_number) {
     if (code == MOSQ_ERR_ERRNO) return strerror(error_number);
-    return p_mosquitto_strerror(code);
+    return cmosq_error_string(code);
 }
 
-const char *cmosq_connack_string(int code) { return p_mosquitto_connack_string(code); }
+const char *cmosq_connack_string(int code) {
+    return p_mosquitto_connack_string ? p_mosquitto_connack_string(code) : "libmosquitto is not loaded";
+}

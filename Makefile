@@ -1,11 +1,11 @@
 # stepd: `make run` sets up and starts the daemon on the bundled recording (--demo); `make test` sets up and runs every test.
-# `make build` makes the release binaries; `make release-small` the same with the daemon's running code laid out
-# together (Sources/stepd/stepd.order: 23 MB of RSS instead of 29 on the IIO bench, docs/iio.md "Memory").
+# `make build` makes the release binaries, the daemon linked for memory with its running code laid out together
+# (Package.swift, Sources/stepd/stepd.order made by scripts/order-file; docs/iio.md "Memory").
 # `make deb` makes the Debian package from the release binaries (scripts/make-deb).
 SWIFT ?= swift
 CONFIG ?= release
 
-.PHONY: all setup build release-small run test test-tsan test-asan clean deb
+.PHONY: all setup build run test test-tsan test-asan clean deb
 
 all: build
 
@@ -14,10 +14,6 @@ setup:
 
 build: setup
 	$(SWIFT) build -c $(CONFIG)
-
-# Package.swift reads STEPD_ORDER_FILE; only the link of stepd changes, so after `make build` this only relinks.
-release-small: setup
-	STEPD_ORDER_FILE=Sources/stepd/stepd.order $(SWIFT) build -c release
 
 # A live step count at once: the bundled real recording as a demo (its history is thrown away at exit).
 # A board's real accelerometer: `.build/release/stepd` without --demo, or the installed service.

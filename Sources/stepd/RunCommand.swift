@@ -51,6 +51,7 @@ struct Run: ParsableCommand {
     mutating func run() throws {
         if iio.listDevices { return try iio.listAccelerometers() }
         CrashTrace.enableByRestarting()  // first: it may start this process again, with the backtracer set
+        MallocArenas.limit()
         try applyConfigurationFile()
         let level = Logger.Level(rawValue: logLevel) ?? .info
         let style = DaemonLogHandler.Style.detect()
@@ -58,7 +59,7 @@ struct Run: ParsableCommand {
         let logger = Logger(label: "stepd")
         ShutdownHandler.catchSignals(logger: logger)
         do { try start(logger: logger) } catch let failure as StartFailure { throw failure.exit() }
-        dispatchMain()
+        ShutdownHandler.serve()
     }
 
     /// Everything up to serving: a failure here is a StartFailure with its reason and exit status.

@@ -10,9 +10,12 @@ import StepService
 /// too (issue 25): SIGHUP and SIGUSR2 are logged and ignored (stepd.conf is read at start only), SIGUSR1 logs
 /// the daemon's state, as STATUS says it to systemd (docs/man/stepd.8, SIGNALS).
 ///
-/// The signals are caught before anything starts (`catchSignals`), and handled on the main queue, which runs
-/// only once start-up is over (`dispatchMain`): a signal that comes while the socket is being bound waits for
-/// the Lifecycle (`whenSignalled`) instead of killing the daemon with its socket left behind. They are
+/// The signals are caught before anything starts (`catchSignals`), and handled on a queue of their own that
+/// runs only once start-up is over (`serve`): a signal that comes while the socket is being bound waits for
+/// the Lifecycle (`whenSignalled`) instead of killing the daemon with its socket left behind. Not the main
+/// queue: `dispatchMain()` ends the main thread with `pthread_exit`, whose forced unwind walks every frame of
+/// its stack through the unwind tables (.eh_frame_hdr, .eh_frame, .gcc_except_table) and maps 0.6 MB of them
+/// for good (docs/iio.md, "Memory"); `serve` parks the main thread instead. They are
 /// blocked in every thread (threads inherit the mask of the one that starts them, and none has started yet), so
 /// each stays pending until libdispatch's signalfd reads it: none is lost while the source is being registered.
 enum ShutdownHandler {
@@ -23,6 +26,12 @@ enum ShutdownHandler {
         var state: @Sendable () -> String = { "starting" }
     }
     private static let handling = Locked(Handling())
+    /// Where the signals are handled: suspended until `serve`.
+    private static let queue: DispatchQueue = {
+        let queue = DispatchQueue(label: "stepd.signals")
+        queue.suspend()
+        return queue
+    }()
 
     static func catchSignals(logger: Logger) {
         var caught = sigset_t()
@@ -50,14 +59,21 @@ enum ShutdownHandler {
     private static func handle(_ number: Int32, _ body: @escaping @Sendable () -> Void) {
         signal(number, SIG_IGN)
         handling.withLock {
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
             source.setEventHandler(handler: body)
             source.resume()
             $0.sources.append(source)
         }
     }
 
-    /// What a signal stops once the daemon serves; set on the main thread before `dispatchMain`. `state` is
+    /// Start-up is over: the signals are handled from now on, and the main thread, which has nothing left to
+    /// do, sleeps for good (the signals are blocked in it: they wait for libdispatch's signalfd, never for it).
+    static func serve() -> Never {
+        queue.resume()
+        while true { pause() }
+    }
+
+    /// What a signal stops once the daemon serves; set on the main thread before `serve`. `state` is
     /// the line SIGUSR1 logs.
     static func whenSignalled(lifecycle: Lifecycle, state: @escaping @Sendable () -> String) {
         dispatchPrecondition(condition: .onQueue(.main))

@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 
-/// Sources/stepd/stepd.order against the release stepd it lays out (`make release-small`, docs/iio.md "Memory").
+/// Sources/stepd/stepd.order against the release stepd it lays out (`make build`, docs/iio.md "Memory").
 /// The linker skips the names it does not find without a word, so a file left behind by a refactoring or a new
 /// toolchain would quietly cost memory: this test is what notices.
 final class OrderFileTests: XCTestCase {

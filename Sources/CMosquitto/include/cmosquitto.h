@@ -13,10 +13,11 @@ typedef void (*cmosq_disconnect_callback)(void *context, int reason);
 /// A QoS 1 message was acknowledged by the broker (PUBACK): its message id.
 typedef void (*cmosq_publish_callback)(void *context, int message_id);
 
-/// mosquitto_lib_init; once per process.
+/// Loads libmosquitto.so.1 (dlopen: the daemon does not link it) and calls mosquitto_lib_init; once per process.
+/// Not MOSQ_ERR_SUCCESS when the library cannot be loaded: cmosq_error_string says why. Call it before the rest.
 int cmosq_library_init(void);
 
-/// A client with a clean session, MQTT 3.1.1. NULL when out of memory.
+/// A client with a clean session, MQTT 3.1.1. NULL when out of memory or libmosquitto is not loaded.
 cmosq_client *cmosq_new(const char *client_id, void *context, cmosq_connect_callback on_connect,
                         cmosq_disconnect_callback on_disconnect, cmosq_publish_callback on_publish);
 void cmosq_destroy(cmosq_client *client);

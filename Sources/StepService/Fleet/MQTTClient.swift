@@ -15,11 +15,13 @@ import Foundation
 final class MQTTClient: @unchecked Sendable {
     enum Failure: Error, CustomStringConvertible {
         case create
+        case library(String)
         case setting(String, reason: String)
 
         var description: String {
             switch self {
             case .create: return "cannot create an MQTT client (out of memory)"
+            case .library(let reason): return "cannot publish over MQTT: \(reason)"
             case .setting(let what, let reason): return "cannot set the MQTT \(what): \(reason)"
             }
         }
@@ -49,10 +51,12 @@ final class MQTTClient: @unchecked Sendable {
 
     private var client: OpaquePointer?
     private let callbacks: Callbacks
-    private static let libraryReady: Bool = { cmosq_library_init() == cmosq_success() }()
+    /// libmosquitto is loaded (not linked) by the first client: a daemon without MQTT never maps it nor its TLS
+    /// libraries (docs/iio.md, "Memory").
+    private static let libraryStatus: Int32 = cmosq_library_init()
 
     init(clientID: String, callbacks: Callbacks) throws {
-        _ = Self.libraryReady
+        if Self.libraryStatus != cmosq_success() { throw Failure.library(Self.words(Self.libraryStatus)) }
         self.callbacks = callbacks
         let context = Unmanaged.passUnretained(self).toOpaque()
         client = cmosq_new(clientID, context, { context, code in

@@ -1,0 +1,94 @@
+import Foundation
+import XCTest
+
+/// `--sensor-step-counter` on a fake bmi160 that exposes the kernel's step ABI (in_steps_en, in_steps_input,
+/// counting the bundled walk's ground truth as its clock advances): through the real libiio, the daemon stops
+/// capture once its detector and the counter agree on the walk, counts with the counter while the buffer is
+/// off, brings capture back for a MOTION watcher, and STATUS says which counts. Real time (speed 1): the
+/// counter's reads and the samples share the monotonic clock, as on a device.
+final class SensorStepCounterTests: XCTestCase {
+    private var groundTruth: String { Binaries.repository.appendingPathComponent("data/walk-inhand.steps.csv").path }
+
+    private func bmi160(_ extra: [String: Any] = [:]) -> [String: Any] {
+        var device: [String: Any] = ["name": "bmi160", "recording": Binaries.bundledRecording, "trigger": true,
+                                     "sampling_frequency_available": [25, 50, 62.5, 100, 200]]
+        device.merge(extra) { $1 }
+        return device
+    }
+
+    private func startDaemon(_ device: [String: Any], arguments: [String]) throws -> FakeIIODaemon {
+        let directory = try TemporaryDirectory()
+        let socket = directory.file("stepd.sock")
+        let fake = try FakeIIO(devices: [device],
+                               command: [Binaries.stepd, "--socket", socket, "--state-dir", directory.file("state"),
+                                         "--log-level", "info"] + arguments, directory: directory)
+        let daemon = FakeIIODaemon(socketPath: socket, fake: fake)
+        try daemon.waitForSocket()
+        return daemon
+    }
+
+    private func counting(_ status: [String: Any]) -> (counting: String?, mode: String?) {
+        let steps = status["steps"] as? [String: Any]
+        return (steps?["counting"] as? String, steps?["sensor_counter"] as? String)
+    }
+
+    func testTheSensorCountsAWalkWithCaptureOffAndAMotionWatcherBringsCaptureBack() throws {
+        let daemon = try startDaemon(bmi160(["steps": groundTruth]), arguments: ["--sensor-step-counter"])
+        defer { _ = daemon.fake.terminate() }
+        // A STEP watcher from the start: its counts must follow each other across every switch.
+        let watcher = try daemon.connect()
+        _ = try watcher.request(["cmd": "watch", "enable": true, "classes": ["STEP"]])
+
+        let first = try daemon.waitUntil(timeout: 10, "capture to run") { $0.sourceState == "running" }
+        XCTAssertEqual(counting(first).mode, "on")
+        XCTAssertEqual(counting(first).counting, "detector")
+
+        // Walking steadily, the detector and the counter agree over 10 s: the counter takes over, the buffer goes.
+        try daemon.waitUntil(timeout: 25, "the sensor to count") { counting($0).counting == "sensor" }
+        try pollUntil("the buffer to be switched off", timeout: 5, detail: daemon.fake.log) {
+            daemon.fake.log.contains("buffer off")
+        }
+        let samplesOff = try XCTUnwrap(try daemon.status()["samples_in"] as? Int)
+        let stepsOff = try XCTUnwrap(try daemon.steps()["steps"] as? Int)
+        sleep(5)
+        let during = try daemon.status()
+        XCTAssertEqual(counting(during).counting, "sensor")
+        XCTAssertEqual(during["samples_in"] as? Int, samplesOff, "no sample captured while the sensor counts")
+        let stepsSensor = try XCTUnwrap(try daemon.steps()["steps"] as? Int)
+        XCTAssertGreaterThanOrEqual(stepsSensor - stepsOff, 5, "the walk goes on counting with capture off (1.8 steps/s)")
+
+        // A MOTION watcher needs samples: capture comes back within a read (2 s while walking).
+        let motion = try daemon.connect()
+        _ = try motion.request(["cmd": "watch", "enable": true, "classes": ["MOTION"], "rate_hz": 5])
+        try daemon.waitUntil(timeout: 5, "capture to come back") { counting($0).counting == "detector" }
+        let event = try motion.readObject()
+        XCTAssertEqual(event["class"] as? String, "MOTION")
+        sleep(3)
+        let back = try daemon.status()
+        XCTAssertGreaterThan(try XCTUnwrap(back["samples_in"] as? Int), samplesOff, "samples again")
+
+        // The totals are continuous: each STEP event's count is the previous one plus one, across both switches,
+        // and the total stays near the counter's (the ground truth as fed).
+        let steps = try daemon.steps()
+        let total = try XCTUnwrap(steps["steps"] as? Int)
+        let hardware = try XCTUnwrap(steps["hardware_steps"] as? Int)
+        XCTAssertLessThanOrEqual(abs(total - hardware), 6, "daemon \(total), sensor \(hardware)")
+        var counts: [Int] = []
+        while counts.last ?? 0 < total - 2, let event = try? watcher.readObject() {
+            if event["class"] as? String == "STEP", let n = event["steps"] as? Int { counts.append(n) }
+        }
+        XCTAssertGreaterThan(counts.count, 20)
+        XCTAssertEqual(counts, Array((counts.first ?? 0)...(counts.last ?? 0)), "no STEP count skipped or repeated")
+        XCTAssertTrue(daemon.fake.log.contains("buffer on"), daemon.fake.log)
+    }
+
+    /// Asked for on a device without a counter: it says so, and capture runs as without the flag.
+    func testADeviceWithoutACounterSaysSoAndKeepsCapturing() throws {
+        let daemon = try startDaemon(bmi160(), arguments: ["--sensor-step-counter"])
+        defer { _ = daemon.fake.terminate() }
+        let status = try daemon.waitUntil(timeout: 10, "the mode to be judged") { counting($0).mode == "no counter" }
+        XCTAssertEqual(counting(status).counting, "detector")
+        try daemon.waitUntil(timeout: 20, "steps") { ($0["samples_in"] as? Int ?? 0) > 500 }
+        XCTAssertFalse(daemon.fake.log.contains("buffer off"), daemon.fake.log)
+    }
+}

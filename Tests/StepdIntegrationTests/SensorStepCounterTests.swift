@@ -90,5 +90,6 @@ final class SensorStepCounterTests: XCTestCase {
         XCTAssertEqual(counting(status).counting, "detector")
         try daemon.waitUntil(timeout: 20, "steps") { ($0["samples_in"] as? Int ?? 0) > 500 }
         XCTAssertFalse(daemon.fake.log.contains("buffer off"), daemon.fake.log)
+        XCTAssertTrue(daemon.fake.log.contains("has no step counter (in_steps_input): the detector counts"), daemon.fake.log)
     }
 }

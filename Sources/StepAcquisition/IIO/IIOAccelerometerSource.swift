@@ -45,6 +45,7 @@ public final class IIOAccelerometerSource: SampleSource, Sendable {
     public var foundDevice: Bool { kind != "iio" }
 
     public func start(sink: SampleSink) {
+        if sensorStepCounter { sink.sensorStepCounterAvailable(nil) }
         thread.start { [self] in
             IIOSensorLoop(rule: IIODiscovery.Rule(), uri: uri, selector: selector, thread: thread, logger: logger)
                 .run(report: sink.sourceStateChanged) { device, found in try read(device, found, sink: sink) }

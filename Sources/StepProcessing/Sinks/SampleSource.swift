@@ -44,8 +44,9 @@ public protocol SampleSink: AnyObject, Sendable {
     /// The sensor-counter mode (StepCounterMode): a read of the counter at `time` (the samples' clock), and
     /// who counts the steps after it. Sources without the mode never call it.
     func stepCounterRead(_ steps: Int, at time: Double, countingAfter counting: StepCounting)
-    /// The sensor-counter mode was asked for: whether the device has a counter for it (STATUS says so).
-    func sensorStepCounterAvailable(_ available: Bool)
+    /// The sensor-counter mode was asked for: whether the device has a counter for it (STATUS says so); nil
+    /// while no device has been read yet.
+    func sensorStepCounterAvailable(_ available: Bool?)
     /// What the sensor-counter mode needs from the daemon to decide (a MOTION watcher, the steps so far).
     func captureDemand() -> CaptureDemand
 }
@@ -55,7 +56,7 @@ extension SampleSink {
     public func sourceIdentified(kind: String, description: String) {}
     public func hardwareStepsChanged(_ steps: Int) {}
     public func stepCounterRead(_ steps: Int, at time: Double, countingAfter counting: StepCounting) {}
-    public func sensorStepCounterAvailable(_ available: Bool) {}
+    public func sensorStepCounterAvailable(_ available: Bool?) {}
     public func captureDemand() -> CaptureDemand { CaptureDemand(motionWatched: true, steps: 0) }
 }
 

@@ -5,8 +5,8 @@ import StepProtocol
 /// The sensor-counter mode's state on the daemon's side: the ledger (on `queue`) and what STATUS says.
 struct SensorCounterState: Sendable {
     var ledger = StepCounterLedger()
-    /// nil: the mode is off; false: asked for, but the device has no counter; true: on.
-    var available: Bool?
+    /// STATUS's `steps.sensor_counter`: `off`, `waiting` (asked for, no device read yet), `on`, `no counter`.
+    var mode = "off"
 }
 
 /// The sensor-counter mode (`--sensor-step-counter`, IIOStepCounterMode): the counter's reads come here, and
@@ -15,12 +15,11 @@ extension Engine {
     /// STATUS's `steps` object: who counts now, and the mode.
     public var stepCountingStatus: StepCountingStatus {
         let state = sensorCounter.withLockedValue { $0 }
-        let mode = state.available.map { $0 ? "on" : "no counter" } ?? "off"
-        return StepCountingStatus(counting: state.ledger.counting.rawValue, sensor_counter: mode)
+        return StepCountingStatus(counting: state.ledger.counting.rawValue, sensor_counter: state.mode)
     }
 
-    public func sensorStepCounterAvailable(_ available: Bool) {
-        sensorCounter.withLockedValue { $0.available = available }
+    public func sensorStepCounterAvailable(_ available: Bool?) {
+        sensorCounter.withLockedValue { $0.mode = available.map { $0 ? "on" : "no counter" } ?? "waiting" }
     }
 
     public func captureDemand() -> CaptureDemand {

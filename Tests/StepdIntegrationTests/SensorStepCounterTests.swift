@@ -54,8 +54,14 @@ final class SensorStepCounterTests: XCTestCase {
         let during = try daemon.status()
         XCTAssertEqual(counting(during).counting, "sensor")
         XCTAssertEqual(during["samples_in"] as? Int, samplesOff, "no sample captured while the sensor counts")
-        let stepsSensor = try XCTUnwrap(try daemon.steps()["steps"] as? Int)
+        let sensorPhase = try daemon.steps()
+        let stepsSensor = try XCTUnwrap(sensorPhase["steps"] as? Int)
         XCTAssertGreaterThanOrEqual(stepsSensor - stepsOff, 5, "the walk goes on counting with capture off (1.8 steps/s)")
+        // While the sensor counts, the total moves with the counter: it stays behind by what the detector had
+        // not counted at the switch (its first step, or a step still in its 0.86 s delay), never ahead. Steps
+        // the detector reported after the switch, counted by both, would put it ahead.
+        let lead = try XCTUnwrap(sensorPhase["hardware_steps"] as? Int) - stepsSensor
+        XCTAssertTrue((0...3).contains(lead), "the counter \(lead) steps ahead of the daemon's total: \(sensorPhase)")
 
         // A MOTION watcher needs samples: capture comes back within a read (2 s while walking).
         let motion = try daemon.connect()
@@ -73,6 +79,12 @@ final class SensorStepCounterTests: XCTestCase {
         let total = try XCTUnwrap(steps["steps"] as? Int)
         let hardware = try XCTUnwrap(steps["hardware_steps"] as? Int)
         XCTAssertLessThanOrEqual(abs(total - hardware), 6, "daemon \(total), sensor \(hardware)")
+        XCTAssertEqual((steps["today"] as? [String: Any])?["steps"] as? Int, total, "today's figures: \(steps)")
+        // The history (the store, minute bins) holds the sensor's steps too, up to its last commit (<= 2 s).
+        let history = try daemon.connect().request(["cmd": "history", "bin": "hour"])
+        let stored = try XCTUnwrap(history["steps"] as? Int, "\(history)")
+        XCTAssertTrue((total - 10...total).contains(stored), "history \(stored), daemon \(total)")
+        print("SensorStepCounterTests: daemon \(total) steps, the sensor's counter \(hardware), history \(stored)")
         var counts: [Int] = []
         while counts.last ?? 0 < total - 2, let event = try? watcher.readObject() {
             if event["class"] as? String == "STEP", let n = event["steps"] as? Int { counts.append(n) }

@@ -78,6 +78,17 @@ public struct SourceStatus: Codable, Sendable, Equatable {
     }
 }
 
+/// STATUS's `steps`: who counts now (`detector`, or `sensor`: the accelerometer's own counter while capture is
+/// off) and the sensor-counter mode (`off`, `on`, `no counter`: asked for, but the device has none).
+public struct StepCountingStatus: Codable, Sendable, Equatable {
+    public var counting: String
+    public var sensor_counter: String
+    public init(counting: String, sensor_counter: String) {
+        self.counting = counting
+        self.sensor_counter = sensor_counter
+    }
+}
+
 /// STATUS's `barometer`: the pressure sensor floors are counted from (docs/barometer.md).
 public struct BarometerStatus: Codable, Sendable, Equatable {
     /// `iio`, `replay` (the pressure file beside a recording), `none` (disabled, or a replay without one).
@@ -130,6 +141,8 @@ public struct StatusMessage: Codable, Sendable {
     /// (CMAltimeter's relativeAltitude); absent before a reading.
     public var barometer: BarometerStatus?
     public var relative_altitude_m: Double?
+    /// Who counts the steps: the detector, or the sensor's own counter (`--sensor-step-counter`).
+    public var steps: StepCountingStatus?
     /// The daemon's time zone, which its days and "today" follow: an IANA name ("Europe/Berlin") and the
     /// offset from UTC now, in seconds east, for a client that does not know the name.
     public var time_zone: String?

@@ -11,6 +11,7 @@ struct IIOOptions: ParsableArguments {
     @Option(.named("iio_uri")) var iioURI: String?
     @Option(.named("barometer")) var barometer: String?
     @Flag(.named("no_barometer")) var noBarometer: Bool
+    @Flag(.named("sensor_step_counter")) var sensorStepCounter: Bool
 
     var uri: String { iioURI ?? "local:" }
 

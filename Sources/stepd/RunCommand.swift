@@ -167,7 +167,8 @@ struct Run: ParsableCommand {
         do {
             return try SourceChoice(demo: demo, replay: replay, speed: speed, loop: loop,
                                     device: iio.device, iioURI: iio.iioURI,
-                                    barometer: !iio.noBarometer).makeSource(logger: logger)
+                                    barometer: !iio.noBarometer,
+                                    sensorStepCounter: iio.sensorStepCounter).makeSource(logger: logger)
         } catch let error as RecordingError {
             throw StartFailure(description: "\(error)", status: error.isMissingInput ? .noInput : .dataError)
         } catch let error as PressureFileError {

@@ -17,6 +17,8 @@ struct SourceChoice {
     var iioURI: String?
     /// False with --no-barometer: a recording's pressure file is then left unread too.
     var barometer = true
+    /// --sensor-step-counter: the accelerometer's own counter counts while capture may stop.
+    var sensorStepCounter = false
 
     /// The source chosen, by kind: what else the daemon does depends on which it is (a replay brings its own
     /// pressure file; an accelerometer may not be there yet).
@@ -55,7 +57,7 @@ struct SourceChoice {
         }
         if replay != nil { logger.debug("source choice: --replay ignored: an accelerometer was named") }
         let uri = iioURI ?? "local:"
-        let source = IIOAccelerometerSource(uri: uri, selector: device)
+        let source = IIOAccelerometerSource(uri: uri, selector: device, sensorStepCounter: sensorStepCounter)
         let which = device.map { "'\($0)'" } ?? "found first"
         let found = source.foundDevice ? "\(source.description), \(source.kind)" : "none yet, waiting for one"
         logger.debug("source choice: the IIO accelerometer \(which) through \(uri): \(found)")

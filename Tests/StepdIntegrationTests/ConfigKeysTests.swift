@@ -17,7 +17,7 @@ final class ConfigKeysTests: XCTestCase {
         "mqtt_url": "mqtt tls", "mqtt_device_id": "mqtt tls", "mqtt_topic_prefix": "mqtt tls", "mqtt_keepalive_s": "mqtt tls",
         "mqtt_ca_file": "mqtt tls", "mqtt_cert_file": "mqtt tls", "mqtt_key_file": "mqtt tls", "mqtt_username": "mqtt tls",
         "mqtt_password_file": "mqtt tls", "mqtt_homeassistant": "mqtt tls",
-        "barometer": "sensor", "no_barometer": "no barometer",
+        "barometer": "sensor", "no_barometer": "no barometer", "sensor_step_counter": "sensor",
     ]
 
     static func documentedKeys() throws -> Set<String> {
@@ -158,7 +158,7 @@ final class ConfigKeysTests: XCTestCase {
         let socket = directory.file("sensor.sock")
         let (process, _, logPath) = try start([
             "socket": socket, "state_dir": directory.file("state"), "device": "no-such-accel",
-            "iio_uri": "local:", "no_gps": "true", "barometer": "no-such-baro",
+            "iio_uri": "local:", "no_gps": "true", "barometer": "no-such-baro", "sensor_step_counter": "true",
         ], directory: directory)
         defer { stop(process) }
         let client = try connect(socket, process: process, log: logPath)
@@ -166,6 +166,10 @@ final class ConfigKeysTests: XCTestCase {
         let source = status["source"] as? [String: Any] ?? [:]
         XCTAssertTrue((source["kind"] as? String ?? "").hasPrefix("iio"), "device/iio_uri: \(source)")
         XCTAssertTrue("\(source)".contains("no-such-accel"), "device: \(source)")
+        // sensor_step_counter = true: asked for, no device read yet (SensorStepCounterTests shows it at work).
+        _ = try poll(client, timeout: 10, "sensor_step_counter: the mode waiting for a device") { status in
+            (status["steps"] as? [String: Any])?["sensor_counter"] as? String == "waiting"
+        }
         XCTAssertEqual(gps(status)["state"] as? String, "unavailable", "no_gps")
         XCTAssertTrue((gps(status)["error"] as? String ?? "").lowercased().contains("disabled"), "no_gps: \(gps(status))")
         let barometer = try poll(client, timeout: 10, "the barometer waiting") { status in

@@ -10,6 +10,9 @@ public final class IIOAccelerometerSource: SampleSource, Sendable {
     public let uri: String
     public let selector: String?
     public let pipelineRateHz: Double
+    /// `--sensor-step-counter`: let the accelerometer's own step counter count while still or walking
+    /// steadily, capture off (IIOStepCounterMode).
+    public let sensorStepCounter: Bool
 
     /// What STATUS names: changes on the source's thread when a device is found, read from any thread.
     private struct Identity {
@@ -25,8 +28,9 @@ public final class IIOAccelerometerSource: SampleSource, Sendable {
 
     /// Looks for the device now, so `kind` and `description` name it; a missing device is not an error here.
     public init(uri: String = "local:", selector: String? = nil, pipelineRateHz: Double = 60,
-                logger: Logger = Logger(label: "stepd.iio")) {
+                sensorStepCounter: Bool = false, logger: Logger = Logger(label: "stepd.iio")) {
         self.uri = uri
+        self.sensorStepCounter = sensorStepCounter
         self.selector = selector
         self.pipelineRateHz = pipelineRateHz
         self.logger = logger
@@ -41,6 +45,7 @@ public final class IIOAccelerometerSource: SampleSource, Sendable {
     public var foundDevice: Bool { kind != "iio" }
 
     public func start(sink: SampleSink) {
+        if sensorStepCounter { sink.sensorStepCounterAvailable(nil) }
         thread.start { [self] in
             IIOSensorLoop(rule: IIODiscovery.Rule(), uri: uri, selector: selector, thread: thread, logger: logger)
                 .run(report: sink.sourceStateChanged) { device, found in try read(device, found, sink: sink) }
@@ -55,12 +60,39 @@ public final class IIOAccelerometerSource: SampleSource, Sendable {
         identify(found, sink: sink)
         let counter = IIOStepCounter(device: device)
         if found.buffered {
-            try IIOBufferedSource(device: device, pipelineRateHz: pipelineRateHz, logger: logger)
-                .run(sink: sink, stop: thread, hardwareSteps: counter)
+            let mode = counterMode(counter, found, sink: sink)
+            let buffered = IIOBufferedSource(device: device, pipelineRateHz: pipelineRateHz, logger: logger)
+            repeat {
+                try buffered.run(sink: sink, stop: thread, hardwareSteps: counter, counterMode: mode)
+                mode?.countWithSensor(sink: sink, stop: thread)
+            } while mode != nil && !thread.isStopped
         } else {
+            if sensorStepCounter {
+                logger.notice("\(found.displayName): polled, not buffered: the sensor step counter mode needs a buffer; the detector counts")
+                sink.sensorStepCounterAvailable(false)
+            }
             try IIOPolledSource(device: device, rateHz: pipelineRateHz, logger: logger)
                 .run(sink: sink, stop: thread, hardwareSteps: counter)
         }
+    }
+
+    /// The sensor-counter mode when it is asked for and the device has a counter; says so when it has none.
+    private func counterMode(_ counter: IIOStepCounter?, _ found: AccelerometerDescription,
+                             sink: SampleSink) -> IIOStepCounterMode? {
+        guard sensorStepCounter else { return nil }
+        guard let counter else {
+            logger.notice("\(found.displayName) has no step counter (in_steps_input): the detector counts, capture stays on")
+            sink.sensorStepCounterAvailable(false)
+            return nil
+        }
+        counter.enable()
+        sink.sensorStepCounterAvailable(true)
+        // The detector counts while capture runs; a ledger left counting by a device that went away mid-switch
+        // takes the counter's steps up to now.
+        if let value = counter.read() {
+            sink.stepCounterRead(value, at: IIOTimeline.monotonicSeconds(), countingAfter: .detector)
+        }
+        return IIOStepCounterMode(counter: counter, name: found.displayName, logger: logger)
     }
 
     private func identify(_ found: AccelerometerDescription, sink: SampleSink) {

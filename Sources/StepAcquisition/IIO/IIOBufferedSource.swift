@@ -17,7 +17,9 @@ struct IIOBufferedSource {
     static let refillsPerSecond = 1.5
 
     /// Runs until `stop` or a fault; throws the fault (busy, disconnected, ...). Reports `.running` once data flows.
-    func run(sink: SampleSink, stop: SourceThread, hardwareSteps: IIOStepCounter?) throws {
+    /// With `counterMode`, also returns (the buffer destroyed) when the sensor's own counter takes over.
+    func run(sink: SampleSink, stop: SourceThread, hardwareSteps: IIOStepCounter?,
+             counterMode: IIOStepCounterMode? = nil) throws {
         let name = device.displayName
         guard let axes = IIODiscovery.accelerationChannels(of: device) else { throw IIOError.disconnected(device: name) }
         let timestamp = device.inputChannel("timestamp").flatMap { IIODiscovery.scanFormat($0).is_scan_element ? $0 : nil }
@@ -105,6 +107,7 @@ struct IIOBufferedSource {
                 reportedRejections = calibration.validator.rejected
             }
             hardwareSteps?.poll(sink: sink, now: refillTime)
+            if let counterMode, counterMode.afterRefill(sink: sink, now: refillTime) { return }
         }
     }
 

@@ -23,6 +23,11 @@ final class IIOStepCounter {
         }
     }
 
+    /// The counter's value now; nil when it cannot be read.
+    func read() -> Int? {
+        (try? device.readAttribute("input", of: channel)).flatMap { Int($0) }
+    }
+
     func poll(sink: SampleSink, now: Double) {
         guard now - lastPoll >= Self.pollSeconds else { return }
         lastPoll = now

@@ -41,12 +41,23 @@ public protocol SampleSink: AnyObject, Sendable {
     /// The sensor's own step counter (the kernel's `in_steps_input`: bma400, bmi323...), on change; sources
     /// without one never call it.
     func hardwareStepsChanged(_ steps: Int)
+    /// The sensor-counter mode (StepCounterMode): a read of the counter at `time` (the samples' clock), and
+    /// who counts the steps after it. Sources without the mode never call it.
+    func stepCounterRead(_ steps: Int, at time: Double, countingAfter counting: StepCounting)
+    /// The sensor-counter mode was asked for: whether the device has a counter for it (STATUS says so); nil
+    /// while no device has been read yet.
+    func sensorStepCounterAvailable(_ available: Bool?)
+    /// What the sensor-counter mode needs from the daemon to decide (a MOTION watcher, the steps so far).
+    func captureDemand() -> CaptureDemand
 }
 
 extension SampleSink {
     public func samplesRejected(_ count: Int) {}
     public func sourceIdentified(kind: String, description: String) {}
     public func hardwareStepsChanged(_ steps: Int) {}
+    public func stepCounterRead(_ steps: Int, at time: Double, countingAfter counting: StepCounting) {}
+    public func sensorStepCounterAvailable(_ available: Bool?) {}
+    public func captureDemand() -> CaptureDemand { CaptureDemand(motionWatched: true, steps: 0) }
 }
 
 /// An accelerometer source: a replayed recording, a buffered IIO device, a polled IIO device.

@@ -86,22 +86,16 @@ extension Engine {
                 for handler in handlers { handler(.motion(estimate, time: wall(uniform.time), sampleTime: uniform.time)) }
             }
         }, onStep: { newSteps.append($0) })
+        // In the sensor-counter mode the sensor counts the steps after a switch (Engine+HardwareSteps.swift).
+        let ledger = sensorCounter.withLockedValue { $0.ledger }
+        newSteps.removeAll { !ledger.countsDetectorStep(at: $0) }
         s.lastSampleTime = last.time
         s.lastSampleWall = arrival
         s.rate.measure(count: samples.count, until: last.time)
         if !newSteps.isEmpty { armStallTimer(lastStepAt: arrival, &s) }
         let newDay = s.day.advance(to: arrival, calendar: dayCalendar)
         if newDay { scheduleMidnight(&s) }
-        for t in newSteps {
-            s.steps += 1
-            s.day.step(at: wall(t), distanceMeters: s.stride.strideMeters)
-            s.floors.step(at: t)
-            s.cadence.record(stepAt: t)
-            if s.activity.step(at: t) == .walking {
-                for handler in handlers { handler(.activity(.walking, time: wall(t))) }
-            }
-            for handler in handlers { handler(.step(count: s.steps, time: wall(t), strideMeters: s.stride.strideMeters)) }
-        }
+        countSteps(newSteps, wall: wall, handlers: handlers, &s)
         takeWaitingReadings(&s)
         let floorChange = s.floors.advance(to: last.time)
         if let floorChange { countToday(floorChange, wall: wall(floorChange.time), &s) }

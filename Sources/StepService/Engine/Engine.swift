@@ -39,6 +39,8 @@ public final class Engine: SampleSink, BarometerSink, Sendable {
     private let state: Locked<EngineState>
 
     let latestHardwareSteps = NIOLockedValueBox<Int?>(nil)
+    /// The sensor-counter mode's ledger and what STATUS says of it (Engine+HardwareSteps.swift).
+    let sensorCounter = NIOLockedValueBox(SensorCounterState())
     /// Barometer readings waiting for the next batch of samples, which counts them (they wait for the
     /// detector's hold-back anyway): a reading then costs the processing queue no wake-up of its own, which
     /// at 4 Hz was 4 of the barometer's 8 wake-ups a second (docs/barometer.md). A reading goes to the queue

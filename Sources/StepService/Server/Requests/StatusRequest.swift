@@ -16,6 +16,7 @@ extension ProtocolServer {
         message.gps = LocationWire.status(engine.locationSnapshot, now: Date())
         message.mqtt = fleet?.status
         message.barometer = s.barometerStatus
+        message.steps = engine.stepCountingStatus
         message.relative_altitude_m = s.relativeAltitudeMeters.flatMap { $0.isFinite ? Replies.rounded($0, 2) : nil }
         let zone = TimeZone.current
         message.time_zone = zone.identifier

@@ -200,7 +200,8 @@ final class WebWriteStallTests: XCTestCase {
                 defer { fclose(file) }
                 var buffer = [CChar](repeating: 0, count: 1024)
                 while fgets(&buffer, Int32(buffer.count), file) != nil {
-                    let field = String(cString: buffer).split(separator: " ", omittingEmptySubsequences: true)
+                    let line = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                    let field = line.split(separator: " ", omittingEmptySubsequences: true)
                     if field.count > 9, field[1].hasSuffix(local), field[2].hasSuffix(remote), field[9] != "0" { return String(field[9]) }
                 }
             }

@@ -29,7 +29,7 @@ struct GPSOptions: ParsableArguments {
         var configuration = GPSDSource.Configuration()
         configuration.address = parsed
         configuration.firstRetrySeconds = firstRetrySeconds
-        configuration.maximumRetrySeconds = max(30, firstRetrySeconds)
+        configuration.maximumRetrySeconds = max(configuration.maximumRetrySeconds, firstRetrySeconds)
         return GPSDSource(configuration: configuration)
     }
 }

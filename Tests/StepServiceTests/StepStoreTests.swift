@@ -65,6 +65,45 @@ final class StepStoreTests: XCTestCase {
         store.close()
     }
 
+    /// A walk's writes (a batch of two steps every 0.67 s, as a buffered IIO source hands them, for 6 s) reach
+    /// the file in a commit every 2 s or so, not one per batch: each commit is a wake-up of the store's queue.
+    /// And the last batch is in the file within the interval, with no later write to carry it (the backstop).
+    func testAWalksWritesAreCommittedEveryTwoSecondsRatherThanPerBatch() throws {
+        let store = makeStore()
+        _ = store.open(fresh: .init(steps: 0, since: Date()))
+        store.startCommitting()
+        let opened = store.status.lastCommit
+        var commits = Set<Date>()
+        func look() { if let c = store.status.lastCommit, c != opened { commits.insert(c) } }
+        var count = 0
+        let start = Date()
+        for batch in 0..<9 {
+            while Date() < start.addingTimeInterval(Double(batch) * 2 / 3) {
+                look()
+                usleep(5_000)
+            }
+            for _ in 0..<2 {
+                count += 1
+                store.record(.step(count: count, time: Date(), distanceMeters: 0.7))
+            }
+        }
+        let lastWrite = Date()
+        let reader = try DatabaseQueue(path: store.configuration.path)
+        var saved = 0
+        while Date() < lastWrite.addingTimeInterval(store.configuration.commitIntervalSeconds + 1), saved < count {
+            look()
+            saved = try reader.read { try Int.fetchOne($0, sql: "SELECT steps FROM counter") ?? 0 }
+            usleep(5_000)
+        }
+        let savedAfter = Date().timeIntervalSince(lastWrite)
+        look()
+        XCTAssertEqual(saved, count)
+        XCTAssertLessThanOrEqual(savedAfter, store.configuration.commitIntervalSeconds + 0.3)
+        XCTAssertLessThanOrEqual(commits.count, 4, "9 batches over 6 s, then the backstop")
+        try reader.close()
+        store.close()
+    }
+
     /// EngineRecording: the engine's steps reach the store with the stride they carry, and a stop saves the count.
     func testEngineStepsAreRecordedWithTheirStride() throws {
         let engine = Engine()

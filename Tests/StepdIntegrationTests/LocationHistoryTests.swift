@@ -112,7 +112,7 @@ final class LocationHistoryTests: XCTestCase {
         XCTAssertEqual(again.terminate(), 0)
     }
 
-    func testKillNineLosesAtMostTheLastSecondOfFixes() throws {
+    func testKillNineLosesAtMostTheCommitIntervalOfFixes() throws {
         let directory = try TemporaryDirectory()
         let state = directory.file("state")
         let (log, end) = try walkWithStay(in: directory)
@@ -123,14 +123,15 @@ final class LocationHistoryTests: XCTestCase {
         // Killed right after the last fix, when it is least likely to be committed yet.
         kill(daemon.process.processIdentifier, SIGKILL)
         daemon.process.waitUntilExit()
-        let lastSecond = arrivals.filter { arrivals.last!.timeIntervalSince($0) < 1 }.count
+        // What the store may lose to kill -9: the writes of its 2 s commit interval, and a little for the hop.
+        let lastSecond = arrivals.filter { arrivals.last!.timeIntervalSince($0) < 2.5 }.count
 
         let again = try startDaemon(gpsdPort: GPSDFake.freePort(), state: state, directory: directory, socket: "again.sock")
         let after = try saved(again)
         let lost = before.points - after.points
-        print("kill -9: \(before.points) track points before, \(after.points) after; \(lastSecond) fixes came in the last second")
+        print("kill -9: \(before.points) track points before, \(after.points) after; \(lastSecond) fixes came in the last 2.5 s")
         XCTAssertGreaterThanOrEqual(lost, 0)
-        XCTAssertLessThanOrEqual(lost, lastSecond, "lost more than the last second of fixes")
+        XCTAssertLessThanOrEqual(lost, lastSecond, "lost more than the commit interval's fixes")
         XCTAssertTrue(Array(before.coordinates.prefix(after.points)) == after.coordinates, "the saved path is the path's start")
         XCTAssertEqual(after.visits, before.visits, "the visit ended well before the kill")
         XCTAssertEqual(again.terminate(), 0)

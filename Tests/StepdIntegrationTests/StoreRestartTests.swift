@@ -2,8 +2,8 @@ import Foundation
 import StepProtocol
 import XCTest
 
-/// The count survives the daemon: committed twice a second, so `kill -9` loses at most the last moment's
-/// steps and SIGTERM none; history agrees with STEPS; a broken database leaves counting in memory.
+/// The count survives the daemon: no write waits more than the 2 s commit interval, so `kill -9` loses at most
+/// the last two seconds' steps and SIGTERM none; history agrees with STEPS; a broken database leaves counting in memory.
 final class StoreRestartTests: XCTestCase {
     /// A recording of a board lying still (gravity on z): the restarted daemon adds no steps of its own.
     private func stillRecording(in directory: TemporaryDirectory) throws -> String {
@@ -41,7 +41,7 @@ final class StoreRestartTests: XCTestCase {
         return (try XCTUnwrap(reply["steps"] as? Int), daemon)
     }
 
-    func testKillNineLosesAtMostOneSecondOfSteps() throws {
+    func testKillNineLosesAtMostTheLastTwoSecondsOfSteps() throws {
         let directory = try TemporaryDirectory()
         let state = directory.file("state")
         var losses: [Int] = []
@@ -57,15 +57,16 @@ final class StoreRestartTests: XCTestCase {
             var known = seen
             while let object = try? watcher.readObject() { if let step = parseStep(object) { known.append(step) } }
             let last = try XCTUnwrap(known.last)
-            // The steps the daemon had counted in the last second before it died: what 60 samples carried.
-            let lastSecond = known.filter { last.time.timeIntervalSince($0.time) < 1 }.count
+            // The steps the daemon had counted in the commit interval (2 s) before it died, by their own times: a
+            // step is counted up to a batch (0.7 s) and the detector's delay after it, hence a second more.
+            let lastSecond = known.filter { last.time.timeIntervalSince($0.time) < 3 }.count
             let (restarted, again) = try restartedCount(state: state, directory: directory)
             again.terminate()
             let lost = last.count - restarted
             print("kill -9 round \(round): had at least \(last.count) steps, restarted at \(restarted): lost \(lost) "
-                  + "(steps in the last second: \(lastSecond))")
+                  + "(steps in the last 3 s: \(lastSecond))")
             XCTAssertGreaterThanOrEqual(lost, 0, "restarted above what was counted: \(restarted) > \(last.count)")
-            XCTAssertLessThanOrEqual(lost, lastSecond, "lost more than the last second of steps")
+            XCTAssertLessThanOrEqual(lost, lastSecond, "lost more than the commit interval's steps")
             losses.append(lost)
         }
         print("kill -9 losses (steps): \(losses)")

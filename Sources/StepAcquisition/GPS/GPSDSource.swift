@@ -5,13 +5,16 @@ import Logging
 import StepProcessing
 
 /// Reads fixes from gpsd through libgps on a thread of its own (libgps reads block). When gpsd cannot
-/// be reached or the link drops, it retries after 2 s, doubling up to 30 s while gpsd stays away, and
+/// be reached or the link drops, it retries after 2 s, doubling up to 60 s while gpsd stays away, and
 /// starts again at 2 s once a connection succeeds; it reports only changes of state, never each retry.
+/// gpsd cannot tell a client that it is back, so the back-off is the trade: a gpsd that went away a moment
+/// ago (restarted, its device replugged) is found within seconds, and one that is not there at all (none
+/// installed, a board without a receiver) costs a wake-up a minute rather than two a minute at 30 s.
 public final class GPSDSource: Sendable {
     public struct Configuration: Sendable {
         public var address = GPSDAddress()
         public var firstRetrySeconds = 2.0
-        public var maximumRetrySeconds = 30.0
+        public var maximumRetrySeconds = 60.0
         public init() {}
     }
 

@@ -225,7 +225,7 @@ extension ConfigOption {
                      help: "Do not read positions from gpsd.",
                      details: "STATUS then shows the GPS as `unavailable`, \"GPS disabled\"."),
         ConfigOption(key: "gps_retry_s", kind: .number(0.1...30), defaultText: "2",
-                     help: "The first retry after gpsd is lost or unreachable (s); doubles up to 30 s.", valueName: "s"),
+                     help: "The first retry after gpsd is lost or unreachable (s); doubles up to 60 s.", valueName: "s"),
         ConfigOption(key: "track_max_eph_m", kind: .number(1...1000), defaultText: "25",
                      help: "Fixes with a larger horizontal error (m) stay out of the track and visits.", valueName: "m"),
         ConfigOption(key: "visit_radius_m", kind: .number(1...10_000), defaultText: "100",

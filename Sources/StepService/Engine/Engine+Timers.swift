@@ -7,25 +7,25 @@ import StepProtocol
 /// the day that starts at local midnight when no batch comes to start it.
 extension Engine {
     /// Steps that stop with the samples (a source stalled without a word) would leave the cadence and the
-    /// walk as they were. One timer fires once steps may have stopped for longer than the walk detector waits;
-    /// if the samples did not end the walk meanwhile, it ends it here. A batch with steps only notes the time:
-    /// rescheduling a dispatch timer wakes libdispatch's manager thread, which on every batch was a fourth
-    /// wake-up per batch; instead the timer, when it fires during a walk, goes again for the time left.
+    /// walk as they were. A deadline `stallSeconds` after the last batch with steps ends the walk if the
+    /// samples did not end it meanwhile. Every batch with steps moves it (a `QuietDeadline`: one system call,
+    /// no wake-up), so while walking it never fires: a dispatch timer rescheduled per batch woke libdispatch's
+    /// timer thread on every batch, and one that fired every 4 s to look woke it 0.25-0.5 times a second.
+    ///
+    /// Which sources need it: a buffered IIO source says `.disconnected` itself when a refill times out (four
+    /// buffer periods, at least 2 s) and a replay says `.finished` at its end, and either ends the walk at
+    /// once (Engine+Samples); a polled IIO source blocked in a read, or a replay in a pause of its recording,
+    /// say nothing, and only this deadline ends their walk.
     func armStallTimer(lastStepAt wall: Date, _ s: inout EngineState) {
         s.lastStepWall = wall
-        if !s.stallTimerArmed { scheduleStallTimer(after: Self.stallSeconds, &s) }
+        stallDeadline(&s).set(after: Self.stallSeconds)
     }
 
-    private func scheduleStallTimer(after seconds: Double, _ s: inout EngineState) {
-        let timer = s.stallTimer ?? {
-            let timer = DispatchSource.makeTimerSource(queue: queue)
-            timer.setEventHandler { [weak self] in self?.stallTimerFired() }
-            timer.activate()
-            return timer
-        }()
-        s.stallTimer = timer
-        timer.schedule(deadline: .now() + seconds, leeway: .milliseconds(250))
-        s.stallTimerArmed = true
+    private func stallDeadline(_ s: inout EngineState) -> QuietDeadline {
+        if let deadline = s.stallDeadline { return deadline }
+        let deadline = QuietDeadline(queue: queue) { [weak self] in self?.stallTimerFired() }
+        s.stallDeadline = deadline
+        return deadline
     }
 
     /// Longer than ActivityTracker's 2.5 s pause and a buffered source's 0.7 s between batches.
@@ -33,10 +33,12 @@ extension Engine {
 
     private func stallTimerFired() {
         withState { s in
-            s.stallTimerArmed = false
             guard let lastStepWall = s.lastStepWall else { return }
             let quiet = Date().timeIntervalSince(lastStepWall)
-            if quiet < Self.stallSeconds - 0.5 { return scheduleStallTimer(after: Self.stallSeconds - quiet, &s) }
+            // Moved just as it expired, or the wall clock stepped: go again for the time left.
+            if quiet < Self.stallSeconds - 0.5 {
+                return stallDeadline(&s).set(after: Self.stallSeconds - max(0, quiet))
+            }
             guard s.activity.state == .walking || s.cadence.stepsPerMinute(now: s.lastSampleTime) > 0 else { return }
             logger.debug("no step for \(Int(Self.stallSeconds)) s and no sample to say so: the walk ends here")
             endWalk(pauseDetectedAt: s.lastSampleWall, &s)

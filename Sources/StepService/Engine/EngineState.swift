@@ -26,8 +26,7 @@ struct EngineState {
     var source: (kind: String, description: String, state: SourceState) = ("none", "", .starting)
     var demo = false
     /// Fires when steps stop coming without samples to tell it (a source that stalls): Engine+Timers.swift.
-    var stallTimer: DispatchSourceTimer?
-    var stallTimerArmed = false
+    var stallDeadline: QuietDeadline?
     var lastStepWall: Date?
     /// Today's figures (since local midnight in the daemon's zone), and the timer that starts the next day at
     /// midnight when no batch comes to do it (a source stopped, or none).

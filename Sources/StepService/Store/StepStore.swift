@@ -9,7 +9,7 @@ import StepProcessing
 /// The history database: an SQLite file (WAL) in the state directory, written by `StoreWriter` from a queue
 /// of its own so that the processing queue never waits for the disk. Everything to keep comes through
 /// `record(_:)` into an inbox, and `CommitPolicy` says when the queue applies and commits it: `kill -9` loses
-/// at most a commit interval or so, a clean stop, which calls `close()`, loses nothing.
+/// at most a commit interval (2 s), a clean stop, which calls `close()`, loses nothing.
 ///
 /// A database that cannot be created, opened or written is a state, not a failure of the daemon: the
 /// batch is kept, STATUS and the log say why, and the store tries again.
@@ -24,8 +24,9 @@ public final class StepStore: Sendable {
         public var directory: String
         public var fileName = "stepd.sqlite"
         public var retentionDays = 400
-        /// At most this much counting is lost to `kill -9` or a power cut of the process.
-        public var commitIntervalSeconds = 0.5
+        /// At most this much counting is lost to `kill -9` or a power cut of the process: the longest a write
+        /// waits for its commit. A walk costs the store one wake-up per commit, one every 2 s or so.
+        public var commitIntervalSeconds = 2.0
         /// How often a store that could not be opened, or lost its file, tries again: opening costs a few
         /// system calls, and a card remounted read-write should be used again within seconds.
         public var reopenIntervalSeconds = 5.0
@@ -91,6 +92,9 @@ public final class StepStore: Sendable {
     struct Inbox {
         var writes: [StoreWrite] = []
         var handoff = CommitPolicy.Handoff()
+        /// Drains the inbox a commit interval after a wait began, when no later write did (CommitPolicy);
+        /// set, moved and cleared under this lock, so that a drain never clears the backstop of a newer wait.
+        var backstop: QuietDeadline?
     }
     private let inbox: NIOLockedValueBox<Inbox>
 
@@ -106,6 +110,8 @@ public final class StepStore: Sendable {
         (self.queue, self.inbox, self.stopping, self.published) = (queue, inbox, stopping, published)
         core = Locked(StoreCore(configuration: configuration, logger: logger, queue: queue, writer: writer,
                                inbox: inbox, published: published, stopping: stopping))
+        let backstop = QuietDeadline(queue: queue) { [weak self] in self?.onQueue { $0.drainAndCommit() } }
+        inbox.withLockedValue { $0.backstop = backstop }
     }
 
     /// The store's state for STATUS; cheap, safe from any thread.
@@ -140,7 +146,9 @@ public final class StepStore: Sendable {
         // a client's long request; commits are on this queue and are not interrupted.
         stopping.withLockedValue { $0 = true }
         leases.interrupt()
-        return queue.sync { onQueue { $0.close() } }
+        let saved = queue.sync { onQueue { $0.close() } }
+        inbox.withLockedValue { $0.backstop?.cancel() }
+        return saved
     }
 
     // MARK: Recording (from any queue; applied in order on the store's)
@@ -157,21 +165,17 @@ public final class StepStore: Sendable {
 
     private func post(_ write: StoreWrite?, _ urgency: CommitPolicy.Urgency) {
         let now = Date()
-        let drain = inbox.withLockedValue { box -> CommitPolicy.Drain in
+        let drainNow = inbox.withLockedValue { box -> Bool in
             if let write { box.writes.append(write) }
-            return policy.drain(urgency, waiting: !box.writes.isEmpty, handoff: &box.handoff, now: now)
-        }
-        switch drain {
-        case .none:
-            break
-        case .now:
-            queue.async { [self] in onQueue { $0.drainAndCommit() } }
-        case .after(let seconds):
-            queue.asyncAfter(deadline: .now() + seconds) { [self] in
-                inbox.withLockedValue { $0.handoff.deferredDrainFired() }
-                onQueue { $0.drainAndCommit() }
+            switch policy.drain(urgency, waiting: box.writes.count, handoff: &box.handoff, now: now) {
+            case .none: return false
+            case .now: return true
+            case .after(let seconds):
+                box.backstop?.set(after: seconds)
+                return false
             }
         }
+        if drainNow { queue.async { [self] in onQueue { $0.drainAndCommit() } } }
     }
 
     /// Commits what is pending before a read, so that history agrees with STEPS; on the queue.

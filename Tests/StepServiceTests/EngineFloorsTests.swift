@@ -33,45 +33,45 @@ final class EngineFloorsTests: XCTestCase {
         try climbCountsLiveAsOffline(queueBehind: false)
     }
 
-    /// The source far ahead of the processing queue (a replay at full speed on a loaded machine, as on CI):
-    /// a reading that goes to the queue because many wait, and finds there readings 10 s newer than the
-    /// samples processed so far, must not take the accelerometer for stalled while those samples are
-    /// queued; counted as stalled, the readings had no steps and the climb was an elevator ride (0 floors).
+    /// The processing queue busy while the source hands over samples (a replay at full speed on a loaded machine,
+    /// as on CI): the source waits for the queue (Engine.receive runs the batch on the queue from the source's
+    /// thread), so it can never be ahead of it, and a reading that goes to the queue never finds readings newer
+    /// than samples still queued. When batches were queued (async), such a reading took the accelerometer for
+    /// stalled, the readings had no steps and the climb was an elevator ride (0 floors).
     func testAClimbCountsTheSameWhileTheQueueIsBehindTheSource() throws {
         try climbCountsLiveAsOffline(queueBehind: true)
     }
 
-    /// With `queueBehind`, the processing queue is held twice: first while the readings fill the inbox up
-    /// to the count that sends one to the queue, then just before that reading's turn, while the rest of
-    /// the recording is handed over; so the reading finds the inbox full of newer readings.
+    /// With `queueBehind`, the processing queue is held at the start while another thread hands the recording
+    /// over: it must wait (not return) until the queue is free.
     private func climbCountsLiveAsOffline(queueBehind: Bool) throws {
         let engine = Engine()
         engine.sourceStateChanged(.running)
         engine.drain()
-        let first = DispatchSemaphore(value: 0), second = DispatchSemaphore(value: 0)
-        let atSecond = DispatchSemaphore(value: 0)
-        if queueBehind { engine.probe { first.wait() } }
+        let held = DispatchSemaphore(value: 0), fed = DispatchSemaphore(value: 0)
+        if queueBehind { engine.probe { held.wait() } }
         let all = samples()
-        var pending = readings[...]
-        var handed = 0
-        for start in stride(from: 0, to: all.count, by: 10) {
-            let batch = Array(all[start..<min(start + 10, all.count)])
-            engine.receive(batch)
-            while let next = pending.first, next.time <= batch.last!.time {
-                if queueBehind && handed == 32 {
-                    // The 33rd reading waiting goes to the queue: hold the queue just before it.
-                    engine.probe { atSecond.signal(); second.wait() }
+        let readings = self.readings
+        let feed = { @Sendable in
+            var pending = readings[...]
+            for start in stride(from: 0, to: all.count, by: 10) {
+                let batch = Array(all[start..<min(start + 10, all.count)])
+                engine.receive(batch)
+                while let next = pending.first, next.time <= batch.last!.time {
                     engine.receive(pressure: next)
-                    first.signal()
-                    atSecond.wait()
-                } else {
-                    engine.receive(pressure: next)
+                    pending = pending.dropFirst()
                 }
-                handed += 1
-                pending = pending.dropFirst()
             }
+            fed.signal()
         }
-        if queueBehind { second.signal() }
+        if queueBehind {
+            Thread { feed() }.start()
+            XCTAssertEqual(fed.wait(timeout: .now() + 0.5), .timedOut, "the source waits while the queue is busy")
+            held.signal()
+            fed.wait()
+        } else {
+            feed()
+        }
         engine.drain()
         let live = engine.snapshot
 

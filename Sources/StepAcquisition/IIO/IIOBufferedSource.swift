@@ -15,6 +15,10 @@ struct IIOBufferedSource {
     /// (~1.7/s walking), so 1.5 refills keep the whole daemon near 5 wake-ups a second (issue 3) while
     /// a step still shows within 0.7 s.
     static let refillsPerSecond = 1.5
+    /// While the device lies still (StillnessDetector) the buffer holds this long: one refill every 5 s, and
+    /// the first batch with motion brings the walking buffer back. Steps are not late for it: a bout's first
+    /// steps wait for its confirmation anyway, and the batch that ends stillness is delivered whole.
+    static let stillBufferSeconds = 5.0
 
     /// Runs until `stop` or a fault; throws the fault (busy, disconnected, ...). Reports `.running` once data flows.
     /// With `counterMode`, also returns (the buffer destroyed) when the sensor's own counter takes over.
@@ -39,75 +43,93 @@ struct IIOBufferedSource {
         if let timestamp { iio_channel_enable(timestamp) }
 
         let scans = max(1, Int((rateHz / Self.refillsPerSecond).rounded(.up)))
+        let stillScans = max(scans, Int((rateHz * Self.stillBufferSeconds).rounded(.up)))
         let stamps = clock == .none ? "from the refill clock" : "from the device (\(clock))"
         let choice = IIODiscovery.rateChoiceText(of: device, pipelineRateHz: pipelineRateHz)
-        logger.debug("\(name): buffered capture at \(IIODiscovery.format(rateHz)) Hz (\(choice)), \(scans) scans a refill, timestamps \(stamps)")
-        // A refill that takes four buffer periods (at least 2 s) means the device stalled or went away.
-        let timeoutMs = UInt32(max(2000, 4000 * Double(scans) / rateHz))
-        device.context.setTimeout(milliseconds: timeoutMs)
+        logger.debug("\(name): buffered capture at \(IIODiscovery.format(rateHz)) Hz (\(choice)), \(scans) scans a refill (\(stillScans) while still), timestamps \(stamps)")
 
         var calibration = try IIOCalibration(device: device, channels: axes,
                                              fullScaleCounts: IIOCalibration.fullScaleCounts(IIODiscovery.scanFormat(axes[0])))
-        var error: Int32 = 0
-        guard let buffer = ciio_device_create_buffer(device.pointer, scans, &error) else {
-            if error == EBUSY { throw IIOError.deviceBusy(device: name, path: "/dev/\(device.id)") }
-            if error == EACCES || error == EPERM {
-                throw IIOError.notPermitted(device: name, what: "cannot open /dev/\(device.id)",
-                                            reason: IIODevice.message(errno: error))
-            }
-            if !device.isPresent || error == ENODEV || error == ENOENT { throw IIOError.disconnected(device: name) }
-            throw IIOError.bufferFailed(device: name, reason: "cannot create a buffer of \(scans) scans: "
-                                        + IIODevice.message(errno: error))
-        }
-        defer { iio_buffer_destroy(buffer) }
-        let cancel = IIOBufferCancel(buffer: buffer)
         hardwareSteps?.enable()
-
         var timeline = IIOTimeline(rateHz: rateHz, clock: clock)
+        var stillness = StillnessDetector()
+        var still = false
         var running = false
         var reportedRejections = 0
         var batch: [Sample] = []
-        batch.reserveCapacity(scans)
-        while !stop.isStopped {
-            let result = stop.whileBlocking(cancel: { cancel() }) { iio_buffer_refill(buffer) }
-            if stop.isStopped { return }
-            if result < 0 {
-                if !device.isPresent || result == -ENODEV { throw IIOError.disconnected(device: name) }
-                if result == -ETIMEDOUT {
-                    sink.sourceStateChanged(.disconnected(reason: "\(name) sends no data (refill timed out); waiting"))
-                    running = false
-                    continue
+        batch.reserveCapacity(stillScans)
+
+        // One buffer of `size` scans, read until the source stops (true) or the stillness changes (false). libiio
+        // fixes the watermark when it creates the buffer, and the kernel refuses a new one while the buffer is
+        // enabled (EBUSY): a new batch size is a new buffer. The scans captured while it is made again are lost
+        // (a few milliseconds); the time stamps (or the refill clock) keep the timeline true across the gap.
+        func capture(scans size: Int) throws -> Bool {
+            // A refill that takes four buffer periods (at least 2 s) means the device stalled or went away.
+            let timeoutMs = UInt32(max(2000, 4000 * Double(size) / rateHz))
+            device.context.setTimeout(milliseconds: timeoutMs)
+            var error: Int32 = 0
+            guard let buffer = ciio_device_create_buffer(device.pointer, size, &error) else {
+                if error == EBUSY { throw IIOError.deviceBusy(device: name, path: "/dev/\(device.id)") }
+                if error == EACCES || error == EPERM {
+                    throw IIOError.notPermitted(device: name, what: "cannot open /dev/\(device.id)",
+                                                reason: IIODevice.message(errno: error))
                 }
-                throw IIOError.bufferFailed(device: name, reason: IIODevice.message(errno: Int32(-result)))
+                if !device.isPresent || error == ENODEV || error == ENOENT { throw IIOError.disconnected(device: name) }
+                throw IIOError.bufferFailed(device: name, reason: "cannot create a buffer of \(size) scans: "
+                                            + IIODevice.message(errno: error))
             }
-            let refillTime = IIOTimeline.monotonicSeconds()
-            let step = iio_buffer_step(buffer)
-            func first(_ channel: OpaquePointer) -> UnsafeRawPointer? { iio_buffer_first(buffer, channel).map(UnsafeRawPointer.init) }
-            guard var px = first(axes[0]), var py = first(axes[1]), var pz = first(axes[2]),
-                  let end = iio_buffer_end(buffer).map(UnsafeRawPointer.init), step > 0 else { continue }
-            var pt = timestamp.flatMap(first)
-            let count = (end - px) / step
-            batch.removeAll(keepingCapacity: true)
-            for i in 0..<count {
-                let nanoseconds = pt.map { ciio_channel_convert_integer(timestamp!, $0) }
-                let time = timeline.time(ofScan: i, of: count, refilledAt: refillTime, timestampNanoseconds: nanoseconds)
-                let raw = (ciio_channel_convert_integer(axes[0], px), ciio_channel_convert_integer(axes[1], py),
-                           ciio_channel_convert_integer(axes[2], pz))
-                if let sample = calibration.sample(time: time, raw: raw) { batch.append(sample) }
-                px += step; py += step; pz += step
-                pt = pt.map { $0 + step }
+            defer { iio_buffer_destroy(buffer) }
+            let cancel = IIOBufferCancel(buffer: buffer)
+            logger.trace("\(name): a buffer of \(size) scans (kernel buffer/length \((try? device.readBufferAttribute("length")) ?? "?"))")
+            while !stop.isStopped {
+                let result = stop.whileBlocking(cancel: { cancel() }) { iio_buffer_refill(buffer) }
+                if stop.isStopped { return true }
+                if result < 0 {
+                    if !device.isPresent || result == -ENODEV { throw IIOError.disconnected(device: name) }
+                    if result == -ETIMEDOUT {
+                        sink.sourceStateChanged(.disconnected(reason: "\(name) sends no data (refill timed out); waiting"))
+                        running = false
+                        continue
+                    }
+                    throw IIOError.bufferFailed(device: name, reason: IIODevice.message(errno: Int32(-result)))
+                }
+                let refillTime = IIOTimeline.monotonicSeconds()
+                let step = iio_buffer_step(buffer)
+                func first(_ channel: OpaquePointer) -> UnsafeRawPointer? { iio_buffer_first(buffer, channel).map(UnsafeRawPointer.init) }
+                guard var px = first(axes[0]), var py = first(axes[1]), var pz = first(axes[2]),
+                      let end = iio_buffer_end(buffer).map(UnsafeRawPointer.init), step > 0 else { continue }
+                var pt = timestamp.flatMap(first)
+                let count = (end - px) / step
+                batch.removeAll(keepingCapacity: true)
+                for i in 0..<count {
+                    let nanoseconds = pt.map { ciio_channel_convert_integer(timestamp!, $0) }
+                    let time = timeline.time(ofScan: i, of: count, refilledAt: refillTime, timestampNanoseconds: nanoseconds)
+                    let raw = (ciio_channel_convert_integer(axes[0], px), ciio_channel_convert_integer(axes[1], py),
+                               ciio_channel_convert_integer(axes[2], pz))
+                    if let sample = calibration.sample(time: time, raw: raw) { batch.append(sample) }
+                    px += step; py += step; pz += step
+                    pt = pt.map { $0 + step }
+                }
+                if !running {
+                    running = true
+                    sink.sourceStateChanged(.running)
+                }
+                if !batch.isEmpty { sink.receive(batch) }
+                if calibration.validator.rejected > reportedRejections {
+                    sink.samplesRejected(calibration.validator.rejected - reportedRejections)
+                    reportedRejections = calibration.validator.rejected
+                }
+                hardwareSteps?.poll(sink: sink, now: refillTime)
+                if let counterMode, counterMode.afterRefill(sink: sink, now: refillTime) { return true }
+                stillness.add(batch)
+                if stillness.isStill != still { return false }
             }
-            if !running {
-                running = true
-                sink.sourceStateChanged(.running)
-            }
-            if !batch.isEmpty { sink.receive(batch) }
-            if calibration.validator.rejected > reportedRejections {
-                sink.samplesRejected(calibration.validator.rejected - reportedRejections)
-                reportedRejections = calibration.validator.rejected
-            }
-            hardwareSteps?.poll(sink: sink, now: refillTime)
-            if let counterMode, counterMode.afterRefill(sink: sink, now: refillTime) { return }
+            return true
+        }
+
+        while try !capture(scans: still ? stillScans : scans) {
+            still.toggle()
+            logger.debug("\(name): \(still ? "still: \(stillScans)" : "moving: \(scans)") scans a refill")
         }
     }
 

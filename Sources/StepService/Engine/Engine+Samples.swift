@@ -2,7 +2,7 @@ import Foundation
 import StepProcessing
 import StepProtocol
 
-/// Sample intake: batches from the source's thread hop onto the processing queue, which runs them through the
+/// Sample intake: batches from the source's thread run on the processing queue (on the source's thread), which runs them through the
 /// pipeline, counts the steps and tells the watchers.
 extension Engine {
     // MARK: SampleSink
@@ -12,7 +12,10 @@ extension Engine {
         if let last = samples.last(where: SamplePlausibility.isPlausible) {
             pressureInbox.withLockedValue { $0.newestSampleTime = last.time }
         }
-        queue.async { [self] in withState { process(samples, arrivedAt: arrival, &$0) } }
+        // Sync, not async: libdispatch runs the block on this (the source's) thread when the queue is free, so
+        // a batch wakes no worker (docs/architecture.md, "Threads"). The source waits meanwhile; nothing on the
+        // queue ever waits for a source's thread, and the kernel buffer holds scans while it waits.
+        queue.sync { [self] in withState { process(samples, arrivedAt: arrival, &$0) } }
     }
 
     public func sourceStateChanged(_ state: SourceState) {

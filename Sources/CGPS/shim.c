@@ -57,6 +57,11 @@ cgps_session *cgps_open(const char *host, const char *port, const char **error)
     return session;
 }
 
+int cgps_fd(const cgps_session *session)
+{
+    return session->data.gps_fd;
+}
+
 int cgps_wait(cgps_session *session, int timeout_us)
 {
     errno = 0;

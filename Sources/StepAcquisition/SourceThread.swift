@@ -13,7 +13,7 @@ import Logging
 /// looks at the state and sleeps under its lock, and whoever changes the state broadcasts under it, so no
 /// wake-up falls between the look and the sleep.
 public final class SourceThread: Sendable {
-    /// How long `stop()` waits for the thread: longer than any one read of a source (a gpsd wait is 0.5 s, a
+    /// How long `stop()` waits for the thread: longer than any one read of a source (a gpsd wait ends when its socket is shut down, a
     /// libiio refill is cancelled), short enough that a wedged driver cannot hold SIGTERM back.
     public static let stopTimeoutSeconds = 3.0
 

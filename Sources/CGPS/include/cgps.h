@@ -39,6 +39,9 @@ int cgps_read(cgps_session *session, const char **message, const char **error);
 /// The fix as libgps holds it after the last report read (meaningful after a TPV).
 void cgps_last_fix(const cgps_session *session, cgps_fix *fix);
 
+/// The connection's socket, for shutdown(2) from another thread to end a wait early.
+int cgps_fd(const cgps_session *session);
+
 void cgps_close(cgps_session *session);
 
 #endif

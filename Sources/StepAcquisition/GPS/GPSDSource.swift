@@ -74,9 +74,16 @@ public final class GPSDSource: Sendable {
         var fix = cgps_fix()
         var epoch = SkyEpoch()
         var error: UnsafePointer<CChar>?
+        // stop() shuts the socket down, which ends the wait at once; so the wait can be long, and a gpsd with
+        // nothing to send (no receiver, or one that went quiet) costs a wake-up every 30 s rather than two a
+        // second. A dead gpsd makes the socket readable at once too.
+        let socket = cgps_fd(session)
         while !isStopped {
-            // A short wait so that stop() is noticed promptly; a dead gpsd makes the socket readable at once.
-            switch cgps_wait(session, 500_000) {
+            let ready = thread.whileBlocking(cancel: { _ = shutdown(socket, Int32(SHUT_RDWR)) }) {
+                cgps_wait(session, Self.readWaitMicroseconds)
+            }
+            if isStopped { break }
+            switch ready {
             case 0: continue
             case 1: break
             default: return "read failed"
@@ -97,6 +104,9 @@ public final class GPSDSource: Sendable {
         }
         return "stopped"
     }
+
+    /// How long a read waits for a report before it looks again (it ends early on a stop or a lost link).
+    static let readWaitMicroseconds: Int32 = 30_000_000
 
     static func isSKY(_ message: UnsafePointer<CChar>) -> Bool {
         strstr(message, #""class":"SKY""#) != nil

@@ -1,0 +1,60 @@
+import Foundation
+import XCTest
+
+/// A gpsd with nothing to send (no receiver attached, or one that went quiet) leaves the gpsd source's thread
+/// asleep: its read waits long, and a stop ends the wait by shutting the socket down (issue 29). The wait was
+/// 0.5 s so that a stop was noticed, two wake-ups a second for nothing.
+final class GPSDQuietTests: XCTestCase {
+    func testAQuietGpsdCostsNoWakeUpsAndTheStopIsPrompt() throws {
+        // A listener on loopback stands in for a gpsd without a receiver: the connection is made and nothing comes.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        XCTAssertGreaterThanOrEqual(listener, 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Bool in
+                bind(listener, pointer, length) == 0 && listen(listener, 4) == 0
+                    && getsockname(listener, pointer, &length) == 0
+            }
+        }
+        XCTAssertTrue(bound, String(cString: strerror(errno)))
+        let port = Int(UInt16(bigEndian: address.sin_port))
+
+        let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--gpsd", "127.0.0.1:\(port)",
+                                            "--log-level", "debug"])
+        let pid = daemon.process.processIdentifier
+        try pollUntil("the daemon to connect to 127.0.0.1:\(port)", timeout: 15, every: 0.1, detail: "log:\n\(daemon.log)") {
+            daemon.log.contains("gpsd: connected to 127.0.0.1:\(port)")
+        }
+        let thread = try XCTUnwrap(Self.thread(named: "stepd.gpsd", of: pid), "no thread named stepd.gpsd")
+        Thread.sleep(forTimeInterval: 1)
+        let before = try XCTUnwrap(Self.voluntarySwitches(pid: pid, tid: thread))
+        Thread.sleep(forTimeInterval: 6)
+        let after = try XCTUnwrap(Self.voluntarySwitches(pid: pid, tid: thread))
+        // A 0.5 s wait woke the thread 12 times in 6 s; the long wait, not at all (one for slack).
+        XCTAssertLessThanOrEqual(after - before, 1, "the gpsd thread woke \(after - before) times in 6 s with nothing to read")
+
+        let stopStarted = Date()
+        XCTAssertEqual(daemon.terminate(), 0)
+        // SourceThread gives a thread 3 s and then says it did not stop: the shutdown ends the wait well before.
+        XCTAssertLessThan(Date().timeIntervalSince(stopStarted), 2.5, "the stop waited for the gpsd read")
+        XCTAssertFalse(daemon.log.contains("did not stop"), "log:\n\(daemon.log)")
+    }
+
+    static func thread(named name: String, of pid: Int32) -> Int32? {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.compactMap(Int32.init).first { tid in
+            (try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/comm", encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines) == name
+        }
+    }
+
+    static func voluntarySwitches(pid: Int32, tid: Int32) -> Int? {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/status", encoding: .utf8)) ?? ""
+        return status.split(separator: "\n").first { $0.hasPrefix("voluntary_ctxt_switches:") }
+            .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) }
+    }
+}

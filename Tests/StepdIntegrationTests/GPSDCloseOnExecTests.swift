@@ -5,22 +5,8 @@ import XCTest
 /// (IIOCloseOnExecTests): libgps makes it without SOCK_CLOEXEC, so the shim sets the flag once it connected.
 final class GPSDCloseOnExecTests: XCTestCase {
     func testTheConnectionToGpsdIsCloseOnExec() throws {
-        // A listener on loopback stands in for gpsd: the connection is what is looked at, not what it says.
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        XCTAssertGreaterThanOrEqual(listener, 0)
-        defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Bool in
-                bind(listener, pointer, length) == 0 && listen(listener, 4) == 0
-                    && getsockname(listener, pointer, &length) == 0
-            }
-        }
-        XCTAssertTrue(bound, String(cString: strerror(errno)))
-        let port = Int(UInt16(bigEndian: address.sin_port))
+        let listener = try SilentListener()
+        let port = listener.port
 
         let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--gpsd", "127.0.0.1:\(port)"])
         let pid = daemon.process.processIdentifier
@@ -36,7 +22,7 @@ final class GPSDCloseOnExecTests: XCTestCase {
     /// The descriptor of `pid` connected to 127.0.0.1:`port`, and whether it is close-on-exec.
     static func tcpConnection(of pid: Int32, toPort port: Int) -> (fd: Int32, closeOnExec: Bool)? {
         let remote = String(format: "0100007F:%04X", port)
-        let table = (try? String(contentsOfFile: "/proc/\(pid)/net/tcp", encoding: .utf8)) ?? ""
+        let table = procFileText("/proc/\(pid)/net/tcp")
         let inodes = Set(table.split(separator: "\n").dropFirst().compactMap { line -> String? in
             let fields = line.split(separator: " ")
             return fields.count > 9 && fields[2] == remote ? String(fields[9]) : nil

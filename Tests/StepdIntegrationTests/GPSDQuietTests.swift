@@ -6,22 +6,9 @@ import XCTest
 /// 0.5 s so that a stop was noticed, two wake-ups a second for nothing.
 final class GPSDQuietTests: XCTestCase {
     func testAQuietGpsdCostsNoWakeUpsAndTheStopIsPrompt() throws {
-        // A listener on loopback stands in for a gpsd without a receiver: the connection is made and nothing comes.
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        XCTAssertGreaterThanOrEqual(listener, 0)
-        defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Bool in
-                bind(listener, pointer, length) == 0 && listen(listener, 4) == 0
-                    && getsockname(listener, pointer, &length) == 0
-            }
-        }
-        XCTAssertTrue(bound, String(cString: strerror(errno)))
-        let port = Int(UInt16(bigEndian: address.sin_port))
+        // A gpsd without a receiver: the connection is made and nothing comes.
+        let listener = try SilentListener()
+        let port = listener.port
 
         let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--gpsd", "127.0.0.1:\(port)",
                                             "--log-level", "debug"])

@@ -43,7 +43,7 @@ final class IIOCloseOnExecTests: XCTestCase {
     /// The descriptors of `pid` that the IIO sources open: pipes, inotify, netlink sockets, IIO device nodes. (The
     /// socket server's listening socket and event loop are swift-nio's, outside the sources.)
     static func sourceDescriptors(of pid: Int32) -> [Descriptor] {
-        let netlink = Set(((try? String(contentsOfFile: "/proc/net/netlink", encoding: .utf8)) ?? "")
+        let netlink = Set(procFileText("/proc/net/netlink")
             .split(separator: "\n").dropFirst().compactMap { $0.split(separator: " ").last.map(String.init) })
         let fds = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []).compactMap(Int32.init)
         return fds.filter { $0 > 2 }.sorted().compactMap { fd in

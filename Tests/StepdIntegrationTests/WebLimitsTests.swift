@@ -195,12 +195,7 @@ final class WebWriteStallTests: XCTestCase {
         func serverInode(clientPort: Int) -> String? {
             let local = String(format: ":%04X", web.port), remote = String(format: ":%04X", clientPort)
             for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-                // Read line by line to the end: String(contentsOfFile:) stops at the first page of a /proc file.
-                guard let file = fopen(table, "r") else { continue }
-                defer { fclose(file) }
-                var buffer = [CChar](repeating: 0, count: 1024)
-                while fgets(&buffer, Int32(buffer.count), file) != nil {
-                    let line = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                for line in procFileText(table).split(separator: "\n") {
                     let field = line.split(separator: " ", omittingEmptySubsequences: true)
                     if field.count > 9, field[1].hasSuffix(local), field[2].hasSuffix(remote), field[9] != "0" { return String(field[9]) }
                 }

@@ -105,12 +105,17 @@ public final class SourceThread: Sendable {
 
     /// Sleeps until `deadline`, or until `done` says true after a `wake()` (checked under the wake-up lock, so
     /// that a `wake()` after a change `done` looks at is never missed); true if stopped. `done` must not call
-    /// `wake()`, and `wake()` must be called outside any lock `done` takes.
+    /// `wake()`, and `wake()` must be called outside any lock `done` takes. `.distantFuture`: no time-out (no
+    /// timer at all; NSCondition cannot take that date, it traps).
     public func wait(until deadline: Date, or done: () -> Bool) -> Bool {
         wakeUps.lock()
         defer { wakeUps.unlock() }
         while !isStopped, !done() {
-            if !wakeUps.wait(until: deadline) { break }
+            if deadline == .distantFuture {
+                wakeUps.wait()
+            } else if !wakeUps.wait(until: deadline) {
+                break
+            }
         }
         return isStopped
     }

@@ -153,6 +153,38 @@ final class BarometerDaemonTests: XCTestCase {
         XCTAssertEqual(ride.fake.terminate(), 0)
     }
 
+    /// Unplugged while the accelerometer's thread reads it: the read's fault goes back to the barometer's loop,
+    /// which says `disconnected`; the accelerometer runs on; plugged back, its reads are handed over again.
+    func testUnpluggedWhileReadInTheAccelerometersRefills() throws {
+        try FakeIIO.requireNamespaces()
+        let directory = try TemporaryDirectory()
+        try write(try rows(walk, from: 20, to: 60, at: 0), to: directory.file("walk.csv"))
+        let track = PressureTrack(segments: [.init(seconds: 40, walking: true)])
+        try track.csv(rateHz: 10).write(toFile: directory.file("walk.pressure.csv"), atomically: true, encoding: .utf8)
+        let daemon = try startDaemon(accel: directory.file("walk.csv"), pressure: directory.file("walk.pressure.csv"),
+                                     arguments: ["--barometer", "baro"], directory: directory)
+        try daemon.waitForSocket()
+        try daemon.waitUntil(timeout: 15, "the barometer read in the accelerometer's refills") {
+            $0.sourceState == "running" && (Self.rate(of: $0).map { $0 < 2 } ?? false)
+        }
+        try daemon.fake.control("remove iio:device1")
+        let gone = try daemon.waitUntil(timeout: 10, "the barometer disconnected") {
+            ($0["barometer"] as? [String: Any])?["state"] as? String == "disconnected"
+        }
+        XCTAssertEqual((gone["barometer"] as? [String: Any])?["error"] as? String,
+                       "iio:device1 (bmp280, label baro) disconnected; waiting for it to come back")
+        let before = try XCTUnwrap(gone["samples_in"] as? Int)
+        Thread.sleep(forTimeInterval: 2)
+        let after = try daemon.status()
+        XCTAssertEqual(after.sourceState, "running", "the accelerometer runs on")
+        XCTAssertGreaterThan(after["samples_in"] as? Int ?? 0, before + 60, "samples still arrive (100 Hz for 2 s)")
+        try daemon.fake.control("add iio:device1")
+        try daemon.waitUntil(timeout: 10, "the barometer back, read in the refills") {
+            ($0["barometer"] as? [String: Any])?["state"] as? String == "running" && (Self.rate(of: $0).map { $0 < 2 } ?? false)
+        }
+        XCTAssertEqual(daemon.fake.terminate(), 0)
+    }
+
     private static func rate(of status: [String: Any]) -> Double? {
         let barometer = status["barometer"] as? [String: Any]
         return barometer?["rate_hz"] as? Double ?? (barometer?["rate_hz"] as? Int).map(Double.init)

@@ -100,12 +100,31 @@ public final class SourceThread: Sendable {
     }
 
     public func wait(until deadline: Date) -> Bool {
+        wait(until: deadline, or: { false })
+    }
+
+    /// Sleeps until `deadline`, or until `done` says true after a `wake()` (checked under the wake-up lock, so
+    /// that a `wake()` after a change `done` looks at is never missed); true if stopped. `done` must not call
+    /// `wake()`, and `wake()` must be called outside any lock `done` takes. `.distantFuture`: no time-out (no
+    /// timer at all; NSCondition cannot take that date, it traps).
+    public func wait(until deadline: Date, or done: () -> Bool) -> Bool {
         wakeUps.lock()
         defer { wakeUps.unlock() }
-        while !isStopped {
-            if !wakeUps.wait(until: deadline) { break }
+        while !isStopped, !done() {
+            if deadline == .distantFuture {
+                wakeUps.wait()
+            } else if !wakeUps.wait(until: deadline) {
+                break
+            }
         }
         return isStopped
+    }
+
+    /// Wakes a `wait(until:or:)` without stopping the thread: what its `done` looks at has changed.
+    public func wake() {
+        wakeUps.lock()
+        wakeUps.broadcast()
+        wakeUps.unlock()
     }
 
     /// Runs `body` with `cancel` installed as the way to unblock it. `cancel` runs on the thread calling

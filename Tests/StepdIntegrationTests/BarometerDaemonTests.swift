@@ -79,15 +79,26 @@ final class BarometerDaemonTests: XCTestCase {
         let barometer = try XCTUnwrap(status["barometer"] as? [String: Any])
         XCTAssertEqual(barometer["description"] as? String, "iio:device1 (bmp280, label baro)")
         XCTAssertEqual(barometer["kind"] as? String, "iio")
-        XCTAssertEqual(barometer["rate_hz"] as? Double ?? (barometer["rate_hz"] as? Int).map(Double.init), 4)
         let kpa = try XCTUnwrap(barometer["pressure_kpa"] as? Double)
         XCTAssertEqual(kpa, PressureTrack.pressureKilopascal(altitude: 120), accuracy: 0.05, "the fake's pressure, in kPa")
+        // While the accelerometer refills, the barometer is read in its refills (100 Hz, 67 scans a refill):
+        // its own thread sleeps without a timer.
+        let along = try stairs.waitUntil(timeout: 10, "the barometer read in the accelerometer's refills") {
+            Self.rate(of: $0).map { $0 < 2 } ?? false
+        }
+        XCTAssertEqual(Self.rate(of: along) ?? 0, 100.0 / 67, accuracy: 0.01, "the accelerometer's refills a second")
+        let alongWakeUps = try barometerThreadWakeUps(stairs, seconds: 3)
+        XCTAssertLessThanOrEqual(alongWakeUps, 1, "the barometer's thread wakes for nothing while the accelerometer reads it")
 
         // Stairs: every sample fed, then the count. The slam came 4 s after the descent, while walking. The
         // readings of the detector's last hold-back (10 s) wait for steps until the feed ends and the
         // accelerometer's refill times out.
         _ = try stairs.waitForAllSamples(timeout: 90)
         try stairs.waitUntil(timeout: 20, "the accelerometer's feed to end") { $0.sourceState != "running" }
+        // No accelerometer refilling: the barometer's own thread reads at 4 Hz again.
+        try stairs.waitUntil(timeout: 5, "the barometer read at 4 Hz again") { Self.rate(of: $0) == 4 }
+        let ownWakeUps = try barometerThreadWakeUps(stairs, seconds: 2)
+        XCTAssertGreaterThanOrEqual(ownWakeUps, 6, "4 reads a second on its own thread")
         let steps = try stairs.steps()
         XCTAssertGreaterThan(steps["steps"] as? Int ?? 0, 50, "a walk")
         XCTAssertEqual(steps["floors_ascended"] as? Int, 3, "3 floors up by the stairs; log:\n\(stairs.fake.log)")
@@ -140,6 +151,67 @@ final class BarometerDaemonTests: XCTestCase {
         try ride.waitUntil(timeout: 10, "the barometer back") { ($0["barometer"] as? [String: Any])?["state"] as? String == "running" }
         XCTAssertEqual(stairs.fake.terminate(), 0)
         XCTAssertEqual(ride.fake.terminate(), 0)
+    }
+
+    /// Unplugged while the accelerometer's thread reads it: the read's fault goes back to the barometer's loop,
+    /// which says `disconnected`; the accelerometer runs on; plugged back, its reads are handed over again.
+    func testUnpluggedWhileReadInTheAccelerometersRefills() throws {
+        try FakeIIO.requireNamespaces()
+        let directory = try TemporaryDirectory()
+        try write(try rows(walk, from: 20, to: 60, at: 0), to: directory.file("walk.csv"))
+        let track = PressureTrack(segments: [.init(seconds: 40, walking: true)])
+        try track.csv(rateHz: 10).write(toFile: directory.file("walk.pressure.csv"), atomically: true, encoding: .utf8)
+        let daemon = try startDaemon(accel: directory.file("walk.csv"), pressure: directory.file("walk.pressure.csv"),
+                                     arguments: ["--barometer", "baro"], directory: directory)
+        try daemon.waitForSocket()
+        try daemon.waitUntil(timeout: 15, "the barometer read in the accelerometer's refills") {
+            $0.sourceState == "running" && (Self.rate(of: $0).map { $0 < 2 } ?? false)
+        }
+        try daemon.fake.control("remove iio:device1")
+        let gone = try daemon.waitUntil(timeout: 10, "the barometer disconnected") {
+            ($0["barometer"] as? [String: Any])?["state"] as? String == "disconnected"
+        }
+        XCTAssertEqual((gone["barometer"] as? [String: Any])?["error"] as? String,
+                       "iio:device1 (bmp280, label baro) disconnected; waiting for it to come back")
+        let before = try XCTUnwrap(gone["samples_in"] as? Int)
+        Thread.sleep(forTimeInterval: 2)
+        let after = try daemon.status()
+        XCTAssertEqual(after.sourceState, "running", "the accelerometer runs on")
+        XCTAssertGreaterThan(after["samples_in"] as? Int ?? 0, before + 60, "samples still arrive (100 Hz for 2 s)")
+        try daemon.fake.control("add iio:device1")
+        try daemon.waitUntil(timeout: 10, "the barometer back, read in the refills") {
+            ($0["barometer"] as? [String: Any])?["state"] as? String == "running" && (Self.rate(of: $0).map { $0 < 2 } ?? false)
+        }
+        XCTAssertEqual(daemon.fake.terminate(), 0)
+    }
+
+    private static func rate(of status: [String: Any]) -> Double? {
+        let barometer = status["barometer"] as? [String: Any]
+        return barometer?["rate_hz"] as? Double ?? (barometer?["rate_hz"] as? Int).map(Double.init)
+    }
+
+    /// How many times the daemon's thread `stepd.barometer` went to sleep (voluntary context switches, what
+    /// scripts/bench-iio counts) over `seconds`. The daemon is the process whose command line names its socket.
+    private func barometerThreadWakeUps(_ daemon: FakeIIODaemon, seconds: Double) throws -> Int {
+        func switches() throws -> Int {
+            for pid in try FileManager.default.contentsOfDirectory(atPath: "/proc") where Int(pid) != nil {
+                guard let command = try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline")),
+                      String(decoding: command, as: UTF8.self).contains(daemon.socketPath),
+                      let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { continue }
+                for task in tasks {
+                    let comm = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8)) ?? ""
+                    guard comm.trimmingCharacters(in: .whitespacesAndNewlines) == "stepd.barometer",
+                          let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8),
+                          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("voluntary_ctxt_switches:") }),
+                          let count = Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) else { continue }
+                    return count
+                }
+            }
+            throw ProcessExited(what: "no thread stepd.barometer in a process naming \(daemon.socketPath)", log: daemon.fake.log)
+        }
+        let before = try switches()
+        Thread.sleep(forTimeInterval: seconds)
+        return try switches() - before
     }
 
     /// The same stairs replayed from a recording with its pressure file beside it (walk.pressure.csv), at 10x:

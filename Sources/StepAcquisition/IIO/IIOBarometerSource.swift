@@ -4,26 +4,36 @@ import Glibc
 import Logging
 import StepProcessing
 
-/// An IIO pressure sensor, polled a few times a second on a thread of its own: a barometer has no need of
-/// a buffer, and most drivers (bmp280, ms5611, dps310) read the chip on each read of `in_pressure_input`.
+/// An IIO pressure sensor, read a few times a second: a barometer has no need of a buffer, and most drivers
+/// (bmp280, ms5611, dps310) read the chip on each read of `in_pressure_input`. While an accelerometer refills its
+/// buffer, the reads are made on the accelerometer's thread after each refill (IIOReadAlong: no wake-up of their
+/// own); else on a thread of its own at `rateHz`.
 /// Waiting for a device, the states and the retries are the shared loop's (IIOSensorLoop), as the
 /// accelerometer's: `waiting` with none present (woken by the device watcher), `busy` while another reader holds
 /// its buffer (reads answer EBUSY), `disconnected` when it goes away mid-stream, `running` again when it returns.
 public final class IIOBarometerSource: Sendable {
     public let uri: String
     public let selector: String?
-    /// Readings a second. 4 Hz: a 6 s spike-rejecting median has 24 of them, and bmp280-class chips settle
-    /// a reading in 5-40 ms (their datasheets' measurement times), so the bus is idle most of the time.
+    /// Readings a second on its own thread, and at most this many in the accelerometer's refills. 4 Hz: a 6 s
+    /// spike-rejecting median has 24 of them, and bmp280-class chips settle a reading in 5-40 ms (their
+    /// datasheets' measurement times), so the bus is idle most of the time.
     public let rateHz: Double
     public static let defaultRateHz = 4.0
 
     private let logger: Logger
     private let thread = SourceThread(name: "stepd.barometer")
+    /// Where the accelerometer's thread takes the reads over while it refills.
+    private let readAlong: IIOReadAlong
     /// What was found at start, for the banner and debug log.
     public let initialDescription: String?
 
-    public init(uri: String = "local:", selector: String? = nil, rateHz: Double = defaultRateHz,
-                logger: Logger = Logger(label: "stepd.barometer")) {
+    public convenience init(uri: String = "local:", selector: String? = nil, rateHz: Double = defaultRateHz,
+                            logger: Logger = Logger(label: "stepd.barometer")) {
+        self.init(uri: uri, selector: selector, rateHz: rateHz, logger: logger, readAlong: .shared)
+    }
+
+    init(uri: String, selector: String?, rateHz: Double, logger: Logger, readAlong: IIOReadAlong) {
+        self.readAlong = readAlong
         self.uri = uri
         self.selector = selector
         self.rateHz = rateHz
@@ -40,7 +50,7 @@ public final class IIOBarometerSource: Sendable {
             IIOSensorLoop(rule: IIOBarometerDiscovery.Rule(), uri: uri, selector: selector, thread: thread, logger: logger)
                 .run(report: sink.barometerStateChanged) { device, found in
                     sink.barometerIdentified(kind: "iio", description: found.displayName, rateHz: rateHz)
-                    try poll(device, sink: sink)
+                    try poll(device, name: found.displayName, sink: sink)
                 }
         }
     }
@@ -48,17 +58,42 @@ public final class IIOBarometerSource: Sendable {
     /// Returns once the reading thread has ended, or after SourceThread's time-out with a warning.
     public func stop() { thread.stop(logger: logger, "iio barometer") }
 
-    /// Reads the device at `rateHz` until it fails or the source stops.
-    private func poll(_ device: IIODevice, sink: BarometerSink) throws {
-        let name = device.displayName
-        guard let channel = IIOBarometerDiscovery.pressureChannel(of: device) else { throw IIOError.disconnected(device: name) }
+    /// Reads the device until it fails or the source stops: after a first reading of its own, in the
+    /// accelerometer's wake-ups while one refills (IIOReadAlong), else on this thread at `rateHz`.
+    private func poll(_ device: IIODevice, name: String, sink: BarometerSink) throws {
+        guard let channel = IIOBarometerDiscovery.pressureChannel(of: device) else { throw IIOError.disconnected(device: device.displayName) }
         let reader = try PressureReader(device: device, channel: channel)
         try configureRate(of: device)
-        logger.debug("\(name): barometer polled at \(IIODiscovery.format(rateHz)) Hz through \(reader.source)")
+        logger.debug("\(name): barometer read at up to \(IIODiscovery.format(rateHz)) Hz through \(reader.source)")
         var running = false
+        // A read too slow for the accelerometer's thread: this device is read here from then on.
+        var alone = false
+        var announced = rateHz
+        func announce(_ rate: Double) {
+            guard rate != announced else { return }
+            announced = rate
+            sink.barometerIdentified(kind: "iio", description: name, rateHz: rate)
+        }
         let period = 1 / rateHz
         var next = IIOTimeline.monotonicSeconds()
         while !thread.isStopped {
+            if running, !alone, let pace = readAlong.paceHz {
+                announce(min(rateHz, pace))
+                logger.trace("\(name): read in the accelerometer's refills, \(IIODiscovery.format(pace)) a second")
+                let generation = readAlong.lead(listener: thread, minimumInterval: period) {
+                    sink.receive(pressure: PressureReading(time: IIOTimeline.monotonicSeconds(), kilopascal: try reader.read()))
+                }
+                let stopped = thread.wait(until: .distantFuture) { readAlong.generation != generation }
+                let outcome = readAlong.release()
+                if let fault = outcome.fault { throw fault }
+                if outcome.slow {
+                    alone = true
+                    logger.notice("\(name): a read took over \(IIOReadAlong.slowReadSeconds) s; read on its own thread at \(IIODiscovery.format(rateHz)) Hz, not to hold the accelerometer up")
+                }
+                if stopped { return }
+                next = IIOTimeline.monotonicSeconds()
+                continue
+            }
             let now = IIOTimeline.monotonicSeconds()
             let kilopascal = try reader.read()
             if !running {
@@ -66,9 +101,13 @@ public final class IIOBarometerSource: Sendable {
                 sink.barometerStateChanged(.running)
             }
             sink.receive(pressure: PressureReading(time: now, kilopascal: kilopascal))
+            announce(rateHz)
             next += period
             if next < now { next = now + period }
-            if thread.wait(seconds: next - IIOTimeline.monotonicSeconds()) { return }
+            // Woken early when an accelerometer starts refilling: then it carries the reads.
+            let generation = readAlong.generation
+            let deadline = Date(timeIntervalSinceNow: next - IIOTimeline.monotonicSeconds())
+            if thread.wait(until: deadline, or: { !alone && readAlong.generation != generation }) { return }
         }
     }
 
@@ -84,7 +123,10 @@ public final class IIOBarometerSource: Sendable {
 }
 
 /// Reads one pressure in kPa: the processed `in_pressure_input`, or (raw + offset) × scale (the IIO ABI).
-struct PressureReader {
+/// Used by one thread at a time: the barometer's, or the accelerometer's under IIOReadAlong's lock while the
+/// barometer's thread waits (and cannot free the device: taking the read back waits for that lock).
+// unchecked: libiio's channel and context are not shared by two threads at once (above).
+struct PressureReader: @unchecked Sendable {
     let device: IIODevice
     let channel: OpaquePointer
     let processed: Bool

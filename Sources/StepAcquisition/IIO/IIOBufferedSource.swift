@@ -10,6 +10,8 @@ struct IIOBufferedSource {
     let device: IIODevice
     let pipelineRateHz: Double
     let logger: Logger
+    /// Where the barometer's reads are made after each refill (IIOReadAlong), so that it wakes nothing of its own.
+    var readAlong: IIOReadAlong? = .shared
     /// Refills a second: the buffer (and watermark) holds rate / this many scans. Each refill wakes this
     /// thread and the processing queue's worker, and each step wakes the socket server's event loop
     /// (~1.7/s walking), so 1.5 refills keep the whole daemon near 5 wake-ups a second (issue 3) while
@@ -63,6 +65,8 @@ struct IIOBufferedSource {
         // fixes the watermark when it creates the buffer, and the kernel refuses a new one while the buffer is
         // enabled (EBUSY): a new batch size is a new buffer. The scans captured while it is made again are lost
         // (a few milliseconds); the time stamps (or the refill clock) keep the timeline true across the gap.
+        // The barometer reads on its own thread again when this one stops refilling.
+        defer { readAlong?.stopped() }
         func capture(scans size: Int) throws -> Bool {
             // A refill that takes four buffer periods (at least 2 s) means the device stalled or went away.
             let timeoutMs = UInt32(max(2000, 4000 * Double(size) / rateHz))
@@ -87,6 +91,7 @@ struct IIOBufferedSource {
                 if result < 0 {
                     if !device.isPresent || result == -ENODEV { throw IIOError.disconnected(device: name) }
                     if result == -ETIMEDOUT {
+                        readAlong?.stopped()
                         sink.sourceStateChanged(.disconnected(reason: "\(name) sends no data (refill timed out); waiting"))
                         running = false
                         continue
@@ -114,6 +119,8 @@ struct IIOBufferedSource {
                     running = true
                     sink.sourceStateChanged(.running)
                 }
+                // Before the batch, so that the reading waits in the engine's inbox for it (no wake-up of its own).
+                readAlong?.refilled(paceHz: rateHz / Double(size), now: refillTime)
                 if !batch.isEmpty { sink.receive(batch) }
                 if calibration.validator.rejected > reportedRejections {
                     sink.samplesRejected(calibration.validator.rejected - reportedRejections)

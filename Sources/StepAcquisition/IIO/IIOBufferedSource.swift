@@ -68,8 +68,12 @@ struct IIOBufferedSource {
         // The barometer reads on its own thread again when this one stops refilling.
         defer { readAlong?.stopped() }
         func capture(scans size: Int) throws -> Bool {
-            // A refill that takes four buffer periods (at least 2 s) means the device stalled or went away.
-            let timeoutMs = UInt32(max(2000, 4000 * Double(size) / rateHz))
+            // A refill that takes four buffer periods, or one period and 2 s more, whichever is shorter (and
+            // at least 2 s), means the device stalled or went away: 2.7 s walking, 7 s still. A vanished device
+            // is often found this way (the kernel does not always wake a reader blocked in poll), so the still
+            // buffer's 20 s of four periods would say an unplugged device was gone 20 s late.
+            let period = Double(size) / rateHz
+            let timeoutMs = UInt32(1000 * max(2, min(4 * period, period + 2)))
             device.context.setTimeout(milliseconds: timeoutMs)
             var error: Int32 = 0
             guard let buffer = ciio_device_create_buffer(device.pointer, size, &error) else {

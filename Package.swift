@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 // The targets read as the pipeline: C shims → acquisition → processing → service → clients. What depends on what:
 //   StepAcquisition → StepProcessing, CIIO, CGPS, CZlib      (sources: replay, IIO, gpsd)
-//   StepService     → StepProcessing, StepProtocol, CMosquitto (engine, server, store, fleet; no libiio, no libgps)
+//   StepService     → StepProcessing, StepProtocol, CMosquitto, CLibCrypto (engine, server, store, fleet; no libiio, no libgps)
 //   stepd           → StepAcquisition, StepService            (wires the chosen source to the engine)
 //   stepctl, stepd-web → StepProtocol                          (clients of the socket)
 import Foundation
@@ -54,8 +54,6 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
-        // HMAC-SHA256 for the MQTT device id derived from machine-id (Fleet/DeviceIdentity.swift).
-        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
     ],
     targets: [
         // Thin C shims: translate libiio / libgps / zlib / libmosquitto into plain functions and structs, no logic.
@@ -64,6 +62,8 @@ let package = Package(
         .target(name: "CGPS", path: "Sources/CGPS", linkerSettings: [.linkedLibrary("gps")]),
         // libmosquitto is loaded with dlopen when MQTT is configured, not linked (docs/iio.md, "Memory"): only its header.
         .target(name: "CMosquitto", path: "Sources/CMosquitto"),
+        // libcrypto's HMAC-SHA256 for the MQTT device id, also loaded with dlopen on first use: no header needed.
+        .target(name: "CLibCrypto", path: "Sources/CLibCrypto"),
 
         // Pure logic, no I/O: samples, resampling, filters, step detectors, geodesy, position tracking, and the
         // sink protocols through which sources hand their data to the engine.
@@ -78,13 +78,12 @@ let package = Package(
         .target(name: "StepProtocol", path: "Sources/StepProtocol"),
         // The daemon's engine: the processing queue, the socket server, the store, the MQTT publisher (Fleet/).
         .target(name: "StepService", dependencies: [
-            "StepProcessing", "StepProtocol", "Locking", "CMosquitto",
+            "StepProcessing", "StepProtocol", "Locking", "CMosquitto", "CLibCrypto",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "GRDB", package: "GRDB.swift"),
-            .product(name: "Crypto", package: "swift-crypto"),
         ], path: "Sources/StepService"),
 
         .executableTarget(name: "stepd", dependencies: [

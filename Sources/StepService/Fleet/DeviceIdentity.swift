@@ -1,19 +1,23 @@
-import Crypto
+import CLibCrypto
 import Foundation
 
 /// Who this device is on the broker without exposing its machine id, which machine-id(5) asks applications
 /// never to publish: an application-specific id derived from it as systemd's
 /// `sd_id128_get_machine_app_specific()` derives one (HMAC-SHA256 keyed by the 16 bytes of the machine id over
 /// the 16 bytes of the application's id, the first 16 bytes of the result made a version-4 UUID), written as
-/// 32 hex digits. `systemd-id128 machine-id --app-specific=<stepd's id>` prints the same.
+/// 32 hex digits. `systemd-id128 machine-id --app-specific=<stepd's id>` prints the same. The HMAC is libcrypto's
+/// (CLibCrypto), loaded on first use: only a daemon that publishes over MQTT asks, and libmosquitto links it.
 public enum DeviceIdentity {
     /// stepd's application id: fixed forever, or every device would get a new identity.
     public static let applicationID = "6b1f3c0e9a4d4e57b2c8d05f7e31a9c4"
 
-    /// The id for `machineID` (32 hex digits); nil when it is not one.
+    /// The id for `machineID` (32 hex digits); nil when it is not one, or when libcrypto cannot be loaded (then
+    /// libmosquitto cannot either, and there is no MQTT to name the device for).
     public static func applicationSpecificID(machineID: String, applicationID: String = applicationID) -> String? {
         guard let key = bytes(hex: machineID), let message = bytes(hex: applicationID) else { return nil }
-        var id = Array(HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: key)).prefix(16))
+        var mac = [UInt8](repeating: 0, count: 32)
+        guard clibcrypto_hmac_sha256(key, key.count, message, message.count, &mac) == 0 else { return nil }
+        var id = Array(mac.prefix(16))
         // systemd's id128_make_v4_uuid: the version nibble 4, the variant bits 10.
         id[6] = (id[6] & 0x0F) | 0x40
         id[8] = (id[8] & 0x3F) | 0x80

@@ -135,6 +135,25 @@ final class HostileClientTests: XCTestCase {
         XCTAssertEqual(reply["class"] as? String, "ERROR", "nobody reset the count through a reused PID: \(reply)")
         XCTAssertEqual(reply["id"] as? String, "reuse")
     }
+}
+
+/// HostileClientTests' flood of refused resets, in a class of its own: it mostly waits for the log's once-per-interval
+/// summary (~10 s) and measures no latency, so it runs beside the other classes rather than in scripts/test's
+/// serial `alone` list.
+final class HostileResetFloodTests: XCTestCase {
+    private var daemon: Daemon!
+
+    override func setUpWithError() throws {
+        try Unprivileged.requireTools()
+        daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--loop", "--speed", "4",
+                                        "--admin-group", "daemon", "--log-level", "debug"])
+        Unprivileged.openSocket(daemon)
+    }
+
+    override func tearDown() {
+        daemon?.terminate()
+        daemon = nil
+    }
 
     func testAFloodOfRefusedResetsIsLoggedOncePerIntervalWithACount() throws {
         let answers = try Unprivileged.runHostile(["resets", daemon.socketPath, "2000"])

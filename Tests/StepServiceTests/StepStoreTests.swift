@@ -66,9 +66,9 @@ final class StepStoreTests: XCTestCase {
     }
 
     /// A walk's writes (a batch of two steps every 0.67 s, as a buffered IIO source hands them, for 6 s) reach
-    /// the file in a commit every 2 s or so, not one per batch: each commit is a wake-up of the store's queue.
+    /// the file in a commit every second batch or so, not one per batch: each commit is a wake-up of the store's queue.
     /// And the last batch is in the file within the interval, with no later write to carry it (the backstop).
-    func testAWalksWritesAreCommittedEveryTwoSecondsRatherThanPerBatch() throws {
+    func testAWalksWritesAreCoalescedRatherThanCommittedPerBatch() throws {
         let store = makeStore()
         _ = store.open(fresh: .init(steps: 0, since: Date()))
         store.startCommitting()
@@ -77,11 +77,13 @@ final class StepStoreTests: XCTestCase {
         func look() { if let c = store.status.lastCommit, c != opened { commits.insert(c) } }
         var count = 0
         let start = Date()
+        var batchTimes: [Date] = []
         for batch in 0..<9 {
             while Date() < start.addingTimeInterval(Double(batch) * 2 / 3) {
                 look()
                 usleep(5_000)
             }
+            batchTimes.append(Date())
             for _ in 0..<2 {
                 count += 1
                 store.record(.step(count: count, time: Date(), distanceMeters: 0.7))
@@ -102,7 +104,13 @@ final class StepStoreTests: XCTestCase {
         XCTAssertEqual(saved, count)
         let savedAfter = try XCTUnwrap(store.status.lastCommit).timeIntervalSince(lastWrite)
         XCTAssertLessThanOrEqual(savedAfter, store.configuration.commitIntervalSeconds + 0.5)
-        XCTAssertLessThanOrEqual(commits.count, 4, "9 batches over 6 s, then the backstop")
+        // A batch finding the oldest write 0.9 s old drains: every second batch (the third's when the drain took
+        // the second's last write before it came), four drains in 9 batches, then the backstop for what is left:
+        // at most 5 commits, against 9 or more without coalescing. A batch this test itself sent later than the
+        // early-drain age after the one before (a stall of the test's thread under load) may drain alone: one more.
+        let lateBatches = zip(batchTimes, batchTimes.dropFirst())
+            .filter { $1.timeIntervalSince($0) >= store.configuration.commitPolicy.earlyDrainSeconds }.count
+        XCTAssertLessThanOrEqual(commits.count, 5 + lateBatches, "9 batches over 6 s, \(lateBatches) of them late, then the backstop")
         try reader.close()
         store.close()
     }

@@ -29,7 +29,8 @@ extension Engine {
     public func stepCounterRead(_ steps: Int, at time: Double, countingAfter counting: StepCounting) {
         let arrival = Date()
         if steps >= 0 { latestHardwareSteps.withLockedValue { $0 = steps } }
-        queue.async { [self] in withState { countSensorSteps(steps, at: time, countingAfter: counting, arrivedAt: arrival, &$0) } }
+        // Sync on the source's thread, as a batch of samples is (Engine.receive): a read wakes no worker.
+        queue.sync { [self] in withState { countSensorSteps(steps, at: time, countingAfter: counting, arrivedAt: arrival, &$0) } }
     }
 
     private func countSensorSteps(_ value: Int, at time: Double, countingAfter next: StepCounting,

@@ -36,7 +36,7 @@ public final class SourceThread: Sendable {
     public func start(_ body: @escaping @Sendable () -> Void) {
         state.withLock { $0.running = true }
         let thread = Thread { [self] in
-            Self.nameCurrentThread(name)
+            ThreadName.setForCurrentThread(name)
             body()
             wakeUps.lock()
             state.withLock { $0.running = false }
@@ -45,21 +45,6 @@ public final class SourceThread: Sendable {
         }
         thread.name = name
         thread.start()
-    }
-
-    /// Gives the calling thread `name` as the kernel shows it (/proc/PID/task/TID/comm, top -H, scripts/bench-iio's
-    /// wake-ups per thread), cut to the kernel's 15 bytes. Foundation's `Thread.name` does not reach the kernel on
-    /// Linux: every source's thread showed as "stepd".
-    public static func nameCurrentThread(_ name: String) {
-        let utf8 = Array(name.utf8)
-        var count = min(15, utf8.count)
-        while count > 0, count < utf8.count, utf8[count] & 0xC0 == 0x80 { count -= 1 }   // not inside a character
-        // What pthread_setname_np does on Linux (which Swift's Glibc module does not export): write the name to
-        // the calling thread's comm file.
-        let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        defer { close(fd) }
-        _ = utf8[..<count].withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count) }
     }
 
     public var isStopped: Bool { state.withLock { $0.stopped } }

@@ -1,5 +1,6 @@
 import CMosquitto
 import Foundation
+import Locking
 
 /// libmosquitto through the CMosquitto shim: one connection, run by a network thread of its own that connects,
 /// keeps alive and, whenever the connection fails or drops, tries again after the back-off (`Backoff`): from the
@@ -107,10 +108,10 @@ final class MQTTClient: @unchecked Sendable {
     func start(host: String, port: Int, keepaliveSeconds: Int, backoff: Backoff) {
         cmosq_set_threaded(client)
         let thread = Thread { [self] in
+            ThreadName.setForCurrentThread("stepd.mqtt.net")
             run(host: host, port: Int32(port), keepaliveSeconds: Int32(keepaliveSeconds), backoff: backoff)
             finished.signal()
         }
-        thread.name = "stepd.mqtt.net"
         thread.start()
         running = true
     }

@@ -87,7 +87,7 @@ final class BarometerDaemonTests: XCTestCase {
             Self.rate(of: $0).map { $0 < 2 } ?? false
         }
         XCTAssertEqual(Self.rate(of: along) ?? 0, 100.0 / 67, accuracy: 0.01, "the accelerometer's refills a second")
-        let alongWakeUps = try barometerThreadWakeUps(stairs, seconds: 3)
+        let alongWakeUps = try stairs.barometerThreadWakeUps(seconds: 3)
         XCTAssertLessThanOrEqual(alongWakeUps, 1, "the barometer's thread wakes for nothing while the accelerometer reads it")
 
         // Stairs: every sample fed, then the count. The slam came 4 s after the descent, while walking. The
@@ -97,7 +97,7 @@ final class BarometerDaemonTests: XCTestCase {
         try stairs.waitUntil(timeout: 20, "the accelerometer's feed to end") { $0.sourceState != "running" }
         // No accelerometer refilling: the barometer's own thread reads at 4 Hz again.
         try stairs.waitUntil(timeout: 5, "the barometer read at 4 Hz again") { Self.rate(of: $0) == 4 }
-        let ownWakeUps = try barometerThreadWakeUps(stairs, seconds: 2)
+        let ownWakeUps = try stairs.barometerThreadWakeUps(seconds: 2)
         XCTAssertGreaterThanOrEqual(ownWakeUps, 6, "4 reads a second on its own thread")
         let steps = try stairs.steps()
         XCTAssertGreaterThan(steps["steps"] as? Int ?? 0, 50, "a walk")
@@ -188,30 +188,6 @@ final class BarometerDaemonTests: XCTestCase {
     private static func rate(of status: [String: Any]) -> Double? {
         let barometer = status["barometer"] as? [String: Any]
         return barometer?["rate_hz"] as? Double ?? (barometer?["rate_hz"] as? Int).map(Double.init)
-    }
-
-    /// How many times the daemon's thread `stepd.barometer` went to sleep (voluntary context switches, what
-    /// scripts/bench-iio counts) over `seconds`. The daemon is the process whose command line names its socket.
-    private func barometerThreadWakeUps(_ daemon: FakeIIODaemon, seconds: Double) throws -> Int {
-        func switches() throws -> Int {
-            for pid in try FileManager.default.contentsOfDirectory(atPath: "/proc") where Int(pid) != nil {
-                guard let command = try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline")),
-                      String(decoding: command, as: UTF8.self).contains(daemon.socketPath),
-                      let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { continue }
-                for task in tasks {
-                    let comm = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8)) ?? ""
-                    guard comm.trimmingCharacters(in: .whitespacesAndNewlines) == "stepd.barometer",
-                          let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8),
-                          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("voluntary_ctxt_switches:") }),
-                          let count = Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) else { continue }
-                    return count
-                }
-            }
-            throw ProcessExited(what: "no thread stepd.barometer in a process naming \(daemon.socketPath)", log: daemon.fake.log)
-        }
-        let before = try switches()
-        Thread.sleep(forTimeInterval: seconds)
-        return try switches() - before
     }
 
     /// The same stairs replayed from a recording with its pressure file beside it (walk.pressure.csv), at 10x:

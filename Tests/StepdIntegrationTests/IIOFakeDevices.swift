@@ -132,6 +132,30 @@ struct FakeIIODaemon {
             return fed > 0 && taken == fed && Date().timeIntervalSince(stableSince) > 1.5
         }
     }
+
+    /// How many times the daemon's thread `stepd.barometer` went to sleep (voluntary context switches, what
+    /// scripts/bench-iio counts) over `seconds`. The daemon is the process whose command line names its socket.
+    func barometerThreadWakeUps(seconds: Double) throws -> Int {
+        func switches() throws -> Int {
+            for pid in try FileManager.default.contentsOfDirectory(atPath: "/proc") where Int(pid) != nil {
+                guard let command = try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline")),
+                      String(decoding: command, as: UTF8.self).contains(socketPath),
+                      let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { continue }
+                for task in tasks {
+                    let comm = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8)) ?? ""
+                    guard comm.trimmingCharacters(in: .whitespacesAndNewlines) == "stepd.barometer",
+                          let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8),
+                          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("voluntary_ctxt_switches:") }),
+                          let count = Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) else { continue }
+                    return count
+                }
+            }
+            throw ProcessExited(what: "no thread stepd.barometer in a process naming \(socketPath)", log: fake.log)
+        }
+        let before = try switches()
+        Thread.sleep(forTimeInterval: seconds)
+        return try switches() - before
+    }
 }
 
 extension [String: Any] {

@@ -16,10 +16,10 @@ final class SensorStepCounterTests: XCTestCase {
         return device
     }
 
-    private func startDaemon(_ device: [String: Any], arguments: [String]) throws -> FakeIIODaemon {
+    private func startDaemon(_ device: [String: Any], others: [[String: Any]] = [], arguments: [String]) throws -> FakeIIODaemon {
         let directory = try TemporaryDirectory()
         let socket = directory.file("stepd.sock")
-        let fake = try FakeIIO(devices: [device],
+        let fake = try FakeIIO(devices: [device] + others,
                                command: [Binaries.stepd, "--socket", socket, "--state-dir", directory.file("state"),
                                          "--log-level", "info"] + arguments, directory: directory)
         let daemon = FakeIIODaemon(socketPath: socket, fake: fake)
@@ -138,6 +138,32 @@ final class SensorStepCounterTests: XCTestCase {
         XCTAssertGreaterThan(total, early, "the detector counts on")
         XCTAssertLessThanOrEqual(abs(total - hardware), 6, "daemon \(total), sensor \(hardware)")
         print("SensorStepCounterTests, walk start: \(early) steps counted when capture came back, daemon \(total), sensor \(hardware)")
+    }
+
+    /// With a barometer: once the counter counts and capture is off, the barometer is read in the counter's
+    /// reads (IIOReadAlong), as in the refills, at their pace (every 2 s walking), and its own thread sleeps;
+    /// before, it read at 4 Hz on its own thread all the while (16 wake-ups in these 4 s).
+    func testWithCaptureOffTheBarometerIsReadInTheCountersReads() throws {
+        let files = try TemporaryDirectory()
+        let pressure = files.file("p.csv")
+        try "t,p_kpa\n0,100.5\n1000,100.5\n".write(toFile: pressure, atomically: true, encoding: .utf8)
+        let daemon = try startDaemon(bmi160(["steps": groundTruth]), others: [["name": "bmp280", "pressure": pressure]],
+                                     arguments: ["--sensor-step-counter"])
+        defer { _ = daemon.fake.terminate() }
+        func rate(_ status: [String: Any]) -> Double? {
+            let barometer = status["barometer"] as? [String: Any]
+            return barometer?["rate_hz"] as? Double ?? (barometer?["rate_hz"] as? Int).map(Double.init)
+        }
+        try daemon.waitUntil(timeout: 30, "the sensor to count") { counting($0).counting == "sensor" }
+        let paced = try daemon.waitUntil(timeout: 10, "the barometer read at the counter's pace") {
+            rate($0).map { $0 < 1 } ?? false
+        }
+        XCTAssertEqual(rate(paced) ?? 0, 0.5, accuracy: 0.01, "one read every 2 s walking")
+        XCTAssertLessThanOrEqual(try daemon.barometerThreadWakeUps(seconds: 4), 1, "the barometer's own thread sleeps")
+        let barometer = try XCTUnwrap(try daemon.status()["barometer"] as? [String: Any])
+        XCTAssertEqual(barometer["state"] as? String, "running")
+        XCTAssertEqual(barometer["pressure_kpa"] as? Double ?? 0, 100.5, accuracy: 0.001)
+        XCTAssertEqual(counting(try daemon.status()).counting, "sensor")
     }
 
     /// Asked for on a device without a counter: it says so, and capture runs as without the flag.

@@ -64,7 +64,7 @@ public final class IIOAccelerometerSource: SampleSource, Sendable {
             let buffered = IIOBufferedSource(device: device, pipelineRateHz: pipelineRateHz, logger: logger)
             repeat {
                 try buffered.run(sink: sink, stop: thread, hardwareSteps: counter, counterMode: mode)
-                mode?.countWithSensor(sink: sink, stop: thread)
+                mode?.countWithSensor(sink: sink, stop: thread, readAlong: buffered.readAlong)
             } while mode != nil && !thread.isStopped
         } else {
             if sensorStepCounter {

@@ -13,7 +13,8 @@ import Locking
 /// `slowReadSeconds`, takes it back from the accelerometer and wakes the barometer's thread, which reports the
 /// fault or reads on its own from then on: a barometer that goes or stalls never holds the accelerometer up
 /// for more than one read. With no accelerometer refilling (a replay, a polled one, one gone, its refill timed
-/// out, the sensor step counter mode) the barometer reads on its own thread at its own rate.
+/// out) the barometer reads on its own thread at its own rate. In the sensor step counter mode, with capture off,
+/// the counter's reads stand for the refills (every 2 s walking, 5 s still).
 final class IIOReadAlong: Sendable {
     /// The daemon's one pairing: its accelerometer source and its barometer source.
     static let shared = IIOReadAlong()

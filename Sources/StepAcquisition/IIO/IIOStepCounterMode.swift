@@ -36,10 +36,15 @@ final class IIOStepCounterMode {
 
     /// With capture off: reads the counter at the mode's pace until capture must come back (returns) or
     /// the source stops. A counter that cannot be read brings capture back, which says why if the device went.
-    func countWithSensor(sink: SampleSink, stop: SourceThread) {
+    /// The barometer is read in these wake-ups as in the refills (IIOReadAlong), at the counter's pace, rather
+    /// than on its own thread at 4 Hz.
+    func countWithSensor(sink: SampleSink, stop: SourceThread, readAlong: IIOReadAlong?) {
         stopCaptureAt = nil
+        defer { readAlong?.stopped() }
         while !stop.wait(seconds: mode.readInterval) {
             let now = IIOTimeline.monotonicSeconds()
+            // Before the counter's steps, so that the reading waits in the engine's inbox for them.
+            readAlong?.refilled(paceHz: 1 / mode.readInterval, now: now)
             guard let value = counter.read() else {
                 logger.warning("\(name): cannot read the step counter: capture comes back")
                 sink.stepCounterRead(-1, at: now, countingAfter: .detector)

@@ -93,8 +93,7 @@ final class PedometerProtocolTests: XCTestCase {
             throw XCTSkip("needs root and setpriv")
         }
         let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--speed", "4", "--loop"])
-        chmod(daemon.socketPath, 0o666)
-        chmod((daemon.socketPath as NSString).deletingLastPathComponent, 0o755)
+        Unprivileged.openSocket(daemon)
         // The default detector counts a walk's first steps once six confirm the bout (5 s into this recording).
         try daemon.waitUntil(timeout: 20, "the first steps") { _ in
             (try daemon.connect().request(["cmd": "steps"])["steps"] as? Int ?? 0) > 0
@@ -113,13 +112,34 @@ final class PedometerProtocolTests: XCTestCase {
         XCTAssertEqual((try JSONSerialization.jsonObject(with: Data(asRoot.stdout.utf8)) as? [String: Any])?["steps"] as? Int, 0)
     }
 
+    /// The socket is there with its mode from the first moment: never the umask's 0755 (which refuses the group's
+    /// members), and never a mode that the daemon changes later, undoing one set by hand (the CI failure of stop 34).
+    func testTheSocketAppearsWithItsModeAndNoStagingNameIsLeft() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("stepd.sock")
+        let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording], directory: directory, waitForSocket: false)
+        var modes = Set<mode_t>(), seenAt: Date?
+        let deadline = Date(timeIntervalSinceNow: 20)
+        var info = stat()
+        while Date() < deadline, seenAt.map({ Date().timeIntervalSince($0) < 0.5 }) ?? true {
+            guard lstat(path, &info) == 0 else { continue }
+            if seenAt == nil { seenAt = Date() }
+            modes.insert(info.st_mode & 0o7777)
+        }
+        XCTAssertNotNil(seenAt, "the socket appeared: \(daemon.log)")
+        XCTAssertEqual(modes, [0o660], "every mode the socket was seen with")
+        try daemon.waitForSocket()
+        let left = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix("stepd.sock.") }
+        XCTAssertEqual(left, [], "the name the socket was bound under is gone")
+    }
+
     func testAdminGroupMembersMayReset() throws {
         guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else {
             throw XCTSkip("needs root and setpriv")
         }
         // Group 'users' (gid 100) exists on Debian; nobody joins it for this run only.
         let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--admin-group", "users"])
-        chmod(daemon.socketPath, 0o666)
+        Unprivileged.openSocket(daemon)
         let member = try runCommand("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--groups=100",
                                                         Binaries.stepctl, "reset", "--socket", daemon.socketPath])
         XCTAssertEqual(member.status, 0, member.stderr)

@@ -160,20 +160,43 @@ public final class ProtocolServer: Sendable {
     }
 
     /// Binds the socket (replacing a stale one left by a crash, never a live one) and starts accepting.
+    ///
+    /// The socket is bound under a name of its own beside the path, given its mode and group there, and then
+    /// linked to the path: a client never finds it with the umask's mode (which refuses the group's members)
+    /// and a mode set by hand after the start is never undone by the daemon's own.
     public func start() throws {
         let path = configuration.socketPath
         try prepare(path: path)
+        let staging = Self.stagingPath(for: path)
+        if let staging { unlink(staging) }
+        let bound = staging ?? path
         do {
-            let channel = try bootstrap().bind(unixDomainSocketPath: path).wait()
+            let channel = try bootstrap().bind(unixDomainSocketPath: bound).wait()
             setup.withLock { $0.channel = channel }
         } catch {
             throw ServerError.cannotBind(path: path, reason: "\(error)")
         }
         // The daemon serves even so (root and its own user can still connect), but the log says who cannot.
-        for problem in Self.setPermissions(path: path, mode: configuration.socketMode, group: configuration.socketGroup) {
+        for problem in Self.setPermissions(path: bound, mode: configuration.socketMode, group: configuration.socketGroup) {
             logger.warning("\(problem)")
         }
+        if let staging {
+            // link(2), not rename(2): a daemon that started at the same moment and took the path keeps it.
+            let linked = link(staging, path) == 0 ? 0 : errno
+            unlink(staging)
+            if linked == EEXIST { throw ServerError.socketInUse(path: path) }
+            if linked != 0 {
+                throw ServerError.cannotBind(path: path, reason: "cannot link the socket from \(staging): \(String(cString: strerror(linked)))")
+            }
+        }
         logger.info("listening on \(path)")
+    }
+
+    /// The name the socket is bound under before it is linked to `path`: the path with `.PID` added, or nil
+    /// when that would not fit a socket address (108 bytes), and the socket is then bound at `path` itself.
+    static func stagingPath(for path: String) -> String? {
+        let staging = "\(path).\(getpid())"
+        return staging.utf8.count < MemoryLayout.size(ofValue: sockaddr_un().sun_path) ? staging : nil
     }
 
     /// Serves on a socket that is already bound and listening: systemd's socket activation (LISTEN_FDS).

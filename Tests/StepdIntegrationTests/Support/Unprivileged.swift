@@ -13,9 +13,8 @@ enum Unprivileged {
         }
     }
 
-    /// Lets every user connect to the daemon's socket (the daemon makes it 0660 for its group). The socket takes
-    /// connections from its bind, a moment before the daemon sets its mode: wait for that mode, or a chmod made
-    /// first is undone and the other users are refused.
+    /// Lets every user connect to the daemon's socket (the daemon makes it 0660 for its group). The socket appears
+    /// with that mode (bound under another name, then linked); the wait for it is a check that stays cheap.
     static func openSocket(_ daemon: Daemon) {
         let deadline = Date(timeIntervalSinceNow: 10)
         var info = stat()

@@ -8,7 +8,9 @@ import XCTest
 /// meanwhile is saved once a database can be written again. About 35 s: each fault runs long enough (12 s of
 /// deletions, three fills) that the unfixed daemon died by SIGSEGV in every run of either test.
 final class StoreRaceTests: XCTestCase {
-    /// Clients asking for ten years of day bins (3,650 range sums a request), over and over until `finish`.
+    /// Clients asking for ten years of day bins (3,650 range sums a request), over and over until `finish`, and
+    /// one asking for today's hours: on a loaded machine a ten-year read can outlast each of the store's short
+    /// spells of being open between two faults, and the short one shows that those spells are served.
     final class HistoryReaders: Sendable {
         private struct Tally {
             var stopped = false
@@ -24,8 +26,9 @@ final class StoreRaceTests: XCTestCase {
 
         init(socket: String, count: Int = 4) {
             let from = Timestamp.string(Date().addingTimeInterval(-3650 * 86_400))
-            let request = "{\"cmd\":\"history\",\"bin\":\"day\",\"from\":\"\(from)\"}"
-            for _ in 0..<count {
+            let long = "{\"cmd\":\"history\",\"bin\":\"day\",\"from\":\"\(from)\"}"
+            let short = "{\"cmd\":\"history\",\"bin\":\"hour\",\"from\":\"\(Timestamp.string(Date().addingTimeInterval(-86_400)))\"}"
+            for request in Array(repeating: long, count: count) + [short] {
                 DispatchQueue.global().async(group: group) { [self] in
                     do {
                         let client = try SocketClient(path: socket, receiveTimeout: 20)

@@ -52,6 +52,32 @@ final class FloorCounterTests: XCTestCase {
         }
     }
 
+    /// The sensor counter mode reads the barometer with the counter, every 2 s while walking and a little later
+    /// now and then: three or four readings in the 6 s median's window, never one 4.8 s older than the newest.
+    /// The stairs still count, and a door slam still does not.
+    func testReadingsEveryTwoSecondsCountTheStairsAndNotASlam() {
+        for rate in [0.3, 0.6] {
+            for seed: UInt64 in 1...5 {
+                var track = PressureTrack(segments: [
+                    .init(seconds: 16, walking: true), .stairs(floors: 3, rate: rate), .init(seconds: 10, walking: true),
+                    .stairs(floors: -2, rate: rate), .init(seconds: 20, walking: true)])
+                track.seed = seed
+                track.spikes = [Spike(start: track.duration - 12, seconds: 2, pascal: 30)]
+                let fine = track.readings(rateHz: 20)
+                var jitter = SplitMix(seed: seed)
+                var readings: [PressureReading] = []
+                var t = 0.0
+                while let reading = fine.first(where: { $0.time >= t }) {
+                    readings.append(PressureReading(time: reading.time, kilopascal: reading.kilopascal))
+                    t = reading.time + 2 + jitter.uniform(0, 0.1)
+                }
+                let counter = FloorCounter.counting(stepTimes: track.stepTimes(), pressure: readings)
+                XCTAssertEqual(counter.ascended, 3, "stairs at \(rate) m/s, seed \(seed)")
+                XCTAssertEqual(counter.descended, 2, "stairs at \(rate) m/s, seed \(seed)")
+            }
+        }
+    }
+
     func testLandingsBetweenFlightsLoseNothing() {
         // Two flights a floor with a 3 s landing between them, slowly.
         var segments: [PressureTrack.Segment] = [.init(seconds: 10, walking: true)]

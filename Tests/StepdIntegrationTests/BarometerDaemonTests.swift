@@ -45,10 +45,13 @@ final class BarometerDaemonTests: XCTestCase {
         try ("t,x,y,z\n" + rows.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
     }
 
-    private func startDaemon(accel: String, pressure: String, arguments: [String], directory: TemporaryDirectory) throws -> FakeIIODaemon {
+    private func startDaemon(accel: String, pressure: String, arguments: [String], directory: TemporaryDirectory,
+                             accelExtra: [String: Any] = [:]) throws -> FakeIIODaemon {
         let socket = directory.file("stepd.sock")
+        let accelerometer = ["name": "bmi160", "recording": accel, "once": true, "sampling_frequency_available": [25, 50, 100, 200]]
+            .merging(accelExtra) { $1 }
         let devices: [[String: Any]] = [
-            ["name": "bmi160", "recording": accel, "once": true, "sampling_frequency_available": [25, 50, 100, 200]],
+            accelerometer,
             ["name": "bmp280", "label": "baro", "pressure": pressure, "pressure_clock": "iio:device0"]]
         let fake = try FakeIIO(devices: devices, command: [Binaries.stepd, "--socket", socket, "--state-dir",
                                                            directory.file("state"), "--log-level", "debug"] + arguments,
@@ -151,6 +154,45 @@ final class BarometerDaemonTests: XCTestCase {
         try ride.waitUntil(timeout: 10, "the barometer back") { ($0["barometer"] as? [String: Any])?["state"] as? String == "running" }
         XCTAssertEqual(stairs.fake.terminate(), 0)
         XCTAssertEqual(ride.fake.terminate(), 0)
+    }
+
+    /// The stairs counted in the sensor counter mode (`--sensor-step-counter`): the walk is long enough before the
+    /// climb for the counter to take over, so that the climb and the descent are walked with capture off, the
+    /// steps the counter's and the barometer read in its reads every 2 s (3 readings in the floor counter's 6 s
+    /// spike median); the door slam still counts no floor.
+    func testStairsCountInTheSensorCounterMode() throws {
+        try FakeIIO.requireNamespaces()
+        let directory = try TemporaryDirectory()
+        var track = PressureTrack(segments: [
+            .init(seconds: 16, walking: true), .stairs(floors: 3, rate: 0.6), .init(seconds: 4, walking: true),
+            .stairs(floors: -2, rate: 0.6), .init(seconds: 9, walking: true)])
+        track.spikes = [.init(start: track.duration - 5, seconds: 2, pascal: 30)]
+        try write(try rows(walk, from: 20, to: 20 + track.duration, at: 0), to: directory.file("walk.csv"))
+        try track.csv(rateHz: 10).write(toFile: directory.file("walk.pressure.csv"), atomically: true, encoding: .utf8)
+        // The bundled walk's footfalls on the same clock: what the chip's own counter counts as the feed goes.
+        let truth = try String(contentsOfFile: Binaries.repository.appendingPathComponent("data/walk-inhand.steps.csv").path,
+                               encoding: .utf8)
+        let footfalls = truth.split(separator: "\n").dropFirst().compactMap { Double($0) }
+            .filter { $0 >= 20 && $0 < 20 + track.duration }.map { String(format: "%.3f", $0 - 20) }
+        try (["t"] + footfalls).joined(separator: "\n").write(toFile: directory.file("walk.steps.csv"), atomically: true, encoding: .utf8)
+        let daemon = try startDaemon(accel: directory.file("walk.csv"), pressure: directory.file("walk.pressure.csv"),
+                                     arguments: ["--barometer", "baro", "--sensor-step-counter"], directory: directory,
+                                     accelExtra: ["steps": directory.file("walk.steps.csv"), "trigger": true])
+        try daemon.waitForSocket()
+        let started = Date()
+        try daemon.waitUntil(timeout: 30, "the sensor to count before the climb") { status in
+            (status["steps"] as? [String: Any])?["counting"] as? String == "sensor"
+        }
+        XCTAssertEqual(try daemon.steps()["floors_ascended"] as? Int, 0, "no floor before the stairs")
+        // The counter's reads go on after the feed: wait for the track's end and the detector's hold-back (10 s)
+        // after the slam, so that a floor it made would be counted by then.
+        Thread.sleep(forTimeInterval: max(0, track.duration + 11 - Date().timeIntervalSince(started)))
+        let status = try daemon.status()
+        XCTAssertEqual((status["steps"] as? [String: Any])?["counting"] as? String, "sensor", "the counter counted the stairs")
+        let steps = try daemon.steps()
+        XCTAssertEqual(steps["floors_ascended"] as? Int, 3, "3 floors up by the stairs; log:\n\(daemon.fake.log)")
+        XCTAssertEqual(steps["floors_descended"] as? Int, 2, "2 floors down, and no door slam; log:\n\(daemon.fake.log)")
+        XCTAssertEqual(daemon.fake.terminate(), 0)
     }
 
     /// Unplugged while the accelerometer's thread reads it: the read's fault goes back to the barometer's loop,

@@ -51,6 +51,9 @@ public struct FloorCounter: Sendable {
     private struct Step { var time: Double; var height: Double }
     /// Raw readings of the last `medianSeconds`.
     private var window: [Reading] = []
+    /// Whether a reading has left the window since the start (or a gap): the window then spans all of
+    /// `medianSeconds` that the readings' pace lets it, however sparse they are.
+    private var windowSlid = false
     /// Height changes walked in the last `slopeSeconds` and not yet counted as climbing.
     private var walked: [Step] = []
     private var lastFiltered: Reading?
@@ -98,12 +101,18 @@ public struct FloorCounter: Sendable {
             window.removeAll()
             walked.removeAll()
             lastFiltered = nil
+            windowSlid = false
         }
         window.append(Reading(time: time, height: Self.altitudeMeters(pressureKilopascal: pressureKilopascal),
                               walking: walking))
+        let held = window.count
         window.removeAll { $0.time < time - parameters.medianSeconds }
-        // Wait for a full window: the median of a few readings is not yet robust to a spike.
-        guard let first = window.first, time - first.time >= parameters.medianSeconds * 0.8, window.count >= 3 else { return }
+        if window.count < held { windowSlid = true }
+        // Wait for a full window: the median of a few readings is not yet robust to a spike. Full is 80 % of
+        // it, or, for readings as sparse as the sensor counter mode's (every 2 s: three in 6 s, the oldest 4 s
+        // back), a window that has begun to slide.
+        guard let first = window.first, window.count >= 3,
+              time - first.time >= parameters.medianSeconds * 0.8 || windowSlid else { return }
         // The median stands for the window's middle instant, with the walking state of the reading nearest it.
         // Timed by the newest reading, so the filtered heights' clock always advances and their differences
         // add up to the whole change in height (no step of the median is left out).

@@ -129,8 +129,13 @@ final class MQTTClient: @unchecked Sendable {
     }
 
     static let stopSeconds = 2.0
-    /// How long one pass of libmosquitto's loop waits for the socket (and so how soon keepalive is looked at).
-    private static let loopMilliseconds: Int32 = 1000
+    /// How long one pass of libmosquitto's loop may wait for the socket while connected. libmosquitto shortens
+    /// the wait to its next keepalive PINGREQ, and a message handed over (`publish`, `stop`'s DISCONNECT) wakes
+    /// it through the client's own socket pair, so a quiet connection wakes the thread once per keepalive
+    /// rather than once a second (docs/architecture.md, "Timers").
+    private static func loopMilliseconds(keepaliveSeconds: Int32) -> Int32 { max(1, keepaliveSeconds) * 1000 }
+    /// While stopping, so that a peer that reads nothing is given up after `stopSeconds`.
+    private static let stoppingLoopMilliseconds: Int32 = 100
 
     private let wake = NSCondition()
     private var stopRequested = false
@@ -151,7 +156,8 @@ final class MQTTClient: @unchecked Sendable {
             var code = cmosq_connect_async(client, host, port, keepaliveSeconds, &errorNumber)
             if code == cmosq_success() {
                 repeat {
-                    code = cmosq_loop(client, Self.loopMilliseconds, &errorNumber)
+                    let wait = stopping ? Self.stoppingLoopMilliseconds : Self.loopMilliseconds(keepaliveSeconds: keepaliveSeconds)
+                    code = cmosq_loop(client, wait, &errorNumber)
                     if sessionUp { failures = 0 }
                     // Stopping: the loop writes what is queued and the DISCONNECT, then ends; a peer that does not
                     // read gets `stopSeconds`.

@@ -78,6 +78,28 @@ final class FloorCounterTests: XCTestCase {
         }
     }
 
+    /// A still wearer's barometer is read once per 5 s batch: two readings in the 6 s median's window. The
+    /// median takes the last three, so `relative_altitude_m` follows an elevator ride while the wearer stands,
+    /// and no floor is counted.
+    func testReadingsEveryFiveSecondsWhileStillFollowTheHeight() {
+        for seed: UInt64 in 1...5 {
+            var track = PressureTrack(segments: [
+                .init(seconds: 30, walking: false), .elevator(floors: 3, rate: 1), .init(seconds: 30, walking: false)])
+            track.seed = seed
+            let fine = track.readings(rateHz: 20)
+            var jitter = SplitMix(seed: seed)
+            var readings: [PressureReading] = []
+            var t = 0.0
+            while let reading = fine.first(where: { $0.time >= t }) {
+                readings.append(PressureReading(time: reading.time, kilopascal: reading.kilopascal))
+                t = reading.time + 5 + jitter.uniform(0, 0.1)
+            }
+            let counter = FloorCounter.counting(stepTimes: track.stepTimes(), pressure: readings)
+            XCTAssertEqual(counter.relativeAltitudeMeters ?? .nan, 9, accuracy: 1, "seed \(seed)")
+            XCTAssertEqual(counter.ascended + counter.descended, 0, "seed \(seed)")
+        }
+    }
+
     func testLandingsBetweenFlightsLoseNothing() {
         // Two flights a floor with a 3 s landing between them, slowly.
         var segments: [PressureTrack.Segment] = [.init(seconds: 10, walking: true)]

@@ -49,7 +49,7 @@ public struct FloorCounter: Sendable {
 
     private struct Reading { var time: Double; var height: Double; var walking: Bool }
     private struct Step { var time: Double; var height: Double }
-    /// Raw readings of the last `medianSeconds`.
+    /// Raw readings of the last `medianSeconds`, at least the last three.
     private var window: [Reading] = []
     /// Whether a reading has left the window since the start (or a gap): the window then spans all of
     /// `medianSeconds` that the readings' pace lets it, however sparse they are.
@@ -105,9 +105,13 @@ public struct FloorCounter: Sendable {
         }
         window.append(Reading(time: time, height: Self.altitudeMeters(pressureKilopascal: pressureKilopascal),
                               walking: walking))
-        let held = window.count
-        window.removeAll { $0.time < time - parameters.medianSeconds }
-        if window.count < held { windowSlid = true }
+        // The last `medianSeconds`, and never fewer than three readings: readings 5 s apart (a still wearer's
+        // batches) would leave two in the window, and no median; three of them span 10 s, and a spike of a few
+        // seconds still touches only one.
+        while window.count > 3, let oldest = window.first, oldest.time < time - parameters.medianSeconds {
+            window.removeFirst()
+            windowSlid = true
+        }
         // Wait for a full window: the median of a few readings is not yet robust to a spike. Full is 80 % of
         // it, or, for readings as sparse as the sensor counter mode's (every 2 s: three in 6 s, the oldest 4 s
         // back), a window that has begun to slide.

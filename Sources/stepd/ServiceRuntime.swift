@@ -83,8 +83,11 @@ final class ServiceRuntime: Sendable {
         notifier.ready(status: statusText())
         if let interval = Notifier.watchdogInterval() {
             let engine = self.engine
-            let watchdog = Watchdog(notifier: notifier, interval: interval, probe: { done in
-                engine.probe { server.probe(done) }
+            let watchdog = Watchdog(notifier: notifier, interval: interval, ticker: { interval, tick in
+                let task = server.repeatOnLoop(every: interval, tick)
+                return { task.cancel() }
+            }, probe: { done in
+                engine.probe(done)
             }, statusText: { [weak self] in self?.statusText() ?? "" })
             watchdog.start()
             self.watchdog.withLock { $0 = watchdog }

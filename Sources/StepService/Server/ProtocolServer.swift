@@ -299,8 +299,10 @@ public final class ProtocolServer: Sendable {
         (try? loop.submit { [self] in sessions.count }.wait()) ?? 0
     }
 
-    /// Runs `body` on the event loop: the watchdog's proof that the loop still turns.
-    public func probe(_ body: @escaping @Sendable () -> Void) {
-        loop.execute(body)
+    /// Runs `body` on the event loop every `interval` seconds until the task is cancelled: the watchdog's tick,
+    /// whose coming is the proof that the loop still turns. NIO's scheduled task wakes only the loop.
+    public func repeatOnLoop(every interval: TimeInterval, _ body: @escaping @Sendable () -> Void) -> RepeatedTask {
+        let delay = TimeAmount.milliseconds(Int64((interval * 1000).rounded()))
+        return loop.scheduleRepeatedTask(initialDelay: delay, delay: delay) { _ in body() }
     }
 }

@@ -1,53 +1,60 @@
-import Dispatch
 import Foundation
 import Locking
 
-/// Sends WATCHDOG=1 only while the daemon really works: each ping travels through the processing queue and
-/// the socket server's event loop first, so a wedged pipeline or server stops the pings and systemd
-/// restarts the service (WatchdogSec=). Also refreshes STATUS= whenever it changed since the last ping.
+/// Sends WATCHDOG=1 only while the daemon really works: each ping is a tick of the socket server's event loop
+/// (`ticker`) that travels through the processing queue (`probe`) before it goes out, so a wedged server or
+/// pipeline stops the pings and systemd restarts the service (WatchdogSec=). Also refreshes STATUS= whenever it
+/// changed since the last ping.
+///
+/// Two wake-ups a ping: the event loop for its tick, and a worker for the processing queue, which sends it.
+/// A timer of its own cost four (libdispatch's timer thread, the watchdog's queue, then the processing queue and
+/// the event loop), 0.27 a second at the unit's 15 s, more than half a still wearer's budget (docs/iio.md).
 public final class Watchdog: Sendable {
+    /// Calls `tick` every `interval` seconds until the returned closure is called.
+    public typealias Ticker = @Sendable (_ interval: TimeInterval, _ tick: @escaping @Sendable () -> Void) -> (@Sendable () -> Void)
+
     private let notifier: Notifier
     private let interval: TimeInterval
+    private let ticker: Ticker
     private let probe: @Sendable (@escaping @Sendable () -> Void) -> Void
     private let statusText: @Sendable () -> String
-    private let queue = DispatchQueue(label: "stepd.watchdog")
-    /// The timer (set by `start`, cancelled by `stop`) and the STATUS last sent (by the timer, on `queue`).
-    private let state = Locked<(timer: DispatchSourceTimer?, lastStatus: String)>((nil, ""))
+    /// What stops the ticks (set by `start`, called by `stop`), and the STATUS last sent.
+    private let state = Locked<(cancel: (@Sendable () -> Void)?, lastStatus: String, stopped: Bool)>((nil, "", false))
 
-    /// `probe` calls its argument once the daemon's queues have answered.
-    public init(notifier: Notifier, interval: TimeInterval,
+    /// `probe` calls its argument once the processing queue has answered.
+    public init(notifier: Notifier, interval: TimeInterval, ticker: @escaping Ticker,
                 probe: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
                 statusText: @escaping @Sendable () -> String) {
         self.notifier = notifier
         self.interval = interval
+        self.ticker = ticker
         self.probe = probe
         self.statusText = statusText
     }
 
     public func start() {
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(Int(interval * 100)))
-        timer.setEventHandler { [self] in
-            dispatchPrecondition(condition: .onQueue(queue))
-            probe { [notifier] in notifier.watchdog() }
-            let text = statusText()
-            let changed = state.withLock { s -> Bool in
-                defer { s.lastStatus = text }
-                return text != s.lastStatus
+        let cancel = ticker(interval) { [self] in
+            probe { [self] in
+                let text = statusText()
+                // Sent under the lock, so that `stop` never returns with a ping still to go out.
+                state.withLock { s in
+                    guard !s.stopped else { return }
+                    notifier.watchdog()
+                    if text != s.lastStatus { notifier.status(text) }
+                    s.lastStatus = text
+                }
             }
-            if changed { notifier.status(text) }
         }
-        state.withLock { $0.timer = timer }
-        timer.resume()
+        state.withLock { $0.cancel = cancel }
     }
 
-    /// Stops the pings; returns after a ping under way has gone out (on `queue`, as the timer's).
+    /// Stops the pings: none goes out after this returns.
     public func stop() {
-        queue.sync {
-            state.withLock { s in
-                s.timer?.cancel()
-                s.timer = nil
-            }
+        let cancel = state.withLock { s -> (@Sendable () -> Void)? in
+            s.stopped = true
+            defer { s.cancel = nil }
+            return s.cancel
         }
+        cancel?()
     }
 }

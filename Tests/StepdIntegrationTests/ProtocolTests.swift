@@ -334,19 +334,38 @@ final class DaemonLifecycleTests: XCTestCase {
 
     /// A crash leaves a trace: on a fatal signal, Swift's runtime backtracer writes a symbolicated backtrace
     /// of the daemon's threads to its log (stderr: the journal under systemd), also for the statically linked
-    /// release build, which finds no backtracer by itself (CrashTrace). A SIGSEGV sent with kill(2) stands for
-    /// the crash: the runtime's handler backtraces it the same way (and, no instruction having faulted, the
-    /// process then runs on).
+    /// release build, which finds no backtracer by itself (CrashTrace). A SIGSEGV sent with tgkill(2) to the
+    /// main thread, once it waits in the kernel, stands for the crash: the runtime's handler backtraces it the
+    /// same way (and, no instruction having faulted, the process then runs on). It is sent to that thread, not
+    /// to the process: the kernel hands a process-directed signal to any thread that does not block it, and
+    /// under load that was often one just being started, whose only frame is `start_thread`.
     func testAFatalSignalLeavesASymbolicatedBacktraceInTheLog() throws {
         let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--loop"])
-        kill(daemon.process.processIdentifier, SIGSEGV)
+        let pid = daemon.process.processIdentifier
+        try pollUntil("the main thread to wait in the kernel", timeout: 30, every: 0.05) {
+            Self.threadState(pid: pid, thread: pid) == "S"
+        }
+        XCTAssertEqual(Self.tgkill(pid, pid, SIGSEGV), 0)
         try pollUntil("the backtrace", timeout: 60, every: 0.2, detail: daemon.log) { daemon.log.contains("Backtrace took") }
         let log = daemon.log
         XCTAssert(log.contains("*** Program crashed: "), log)
-        XCTAssert(log.contains("Thread 0"), log)
-        // Frames are named: function + offset in an image (the C library's sigsuspend, where the main thread waits).
+        XCTAssert(log.contains("Thread 0 \"stepd\" crashed:"), log)
+        // Frames are named: function + offset in an image (a C library call, where the main thread waits).
         XCTAssert(log.range(of: #"\n *0 +0x[0-9a-f]+ [A-Za-z_][^\n]* \+ \d+ in \S+"#, options: .regularExpression) != nil, log)
         daemon.terminate(signal: SIGKILL)
+    }
+
+    /// glibc's tgkill(2), which Swift's Glibc module does not declare (it is a GNU extension).
+    private static let tgkill: @convention(c) (pid_t, pid_t, Int32) -> Int32 = {
+        unsafeBitCast(dlsym(UnsafeMutableRawPointer(bitPattern: 0), "tgkill")!,
+                      to: (@convention(c) (pid_t, pid_t, Int32) -> Int32).self)
+    }()
+
+    /// The state letter of a thread (`R` running, `S` waiting in the kernel, ...) from /proc.
+    private static func threadState(pid: pid_t, thread: pid_t) -> String? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(thread)/stat", encoding: .utf8),
+              let end = stat.range(of: ") ", options: .backwards) else { return nil }
+        return stat[end.upperBound...].first.map(String.init)
     }
 
     /// A socket bound at `path` and closed without being removed, as a daemon killed by SIGKILL leaves it.

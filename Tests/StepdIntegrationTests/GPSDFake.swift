@@ -18,8 +18,9 @@ final class GPSDFake {
 
     /// Starts gpsd on `port` reading `log` once (-1), opening the device at once (-n) rather than when a
     /// client watches, one sentence every `cycleSeconds`; returns once gpsd accepts connections.
-    /// With `stepped`, gpsfake sends one sentence per line written to it (`-i`, `send(sentences:)`) and nothing
-    /// otherwise: a receiver that goes quiet while gpsd stays connected.
+    /// With `stepped`, gpsfake sends one sentence per line written to it (`-i`, `send(sentences:)`), still at most
+    /// one every `cycleSeconds`, and nothing otherwise: a receiver that goes quiet while gpsd stays connected, or
+    /// a log held back until every client is watching.
     private var input: Pipe?
 
     init(log: String, port: Int, cycleSeconds: Double = 0.005, stepped: Bool = false, directory: TemporaryDirectory) throws {
@@ -33,7 +34,7 @@ final class GPSDFake {
         if stepped {
             let pipe = Pipe()
             input = pipe
-            process.arguments = ["-n", "-1", "-q", "-i", "-P", String(port), log]
+            process.arguments = ["-n", "-1", "-q", "-i", "-c", String(cycleSeconds), "-P", String(port), log]
             process.standardInput = pipe
         } else {
             process.arguments = ["-n", "-1", "-q", "-c", String(cycleSeconds), "-P", String(port), log]
@@ -145,6 +146,16 @@ final class GPSDWatcher {
             pending = Data(pending[(newline + 1)...])
         }
         return true
+    }
+
+    /// Waits for gpsd's reply to the WATCH: from then on, every report is sent to this client.
+    func waitForWatch(timeout: TimeInterval = 20) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !lines.contains(where: { $0.contains("\"class\":\"WATCH\"") }) {
+            guard Date() < deadline, poll() else {
+                throw NSError(domain: "GPSDWatcher", code: 1, userInfo: [NSLocalizedDescriptionKey: "gpsd did not answer the WATCH: \(lines)"])
+            }
+        }
     }
 
     /// The TPV reports received so far.

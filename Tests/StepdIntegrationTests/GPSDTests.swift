@@ -66,13 +66,21 @@ final class GPSDTests: XCTestCase {
         let port = GPSDFake.freePort()
         // Foundation's Process on Linux creates each thread's run loop without a lock (run, waitUntilExit):
         // two threads starting or reaping processes at once can crash in CFRunLoop, so they take turns.
-        let (daemon, fake) = try Self.processes.withLock {
+        // gpsfake holds the log back (stepped) until the daemon and the reference watcher both watch: some logs
+        // have their only fixes in their first quarter second (meinberg-gps164: 23 sentences, then no fix),
+        // which a watcher connecting a moment late under load missed.
+        let (fake, daemon) = try Self.processes.withLock {
             _ = RunLoop.current
-            let daemon = try Self.startDaemon(port: port, directory: directory)
-            return (daemon, try GPSDFake(log: log, port: port, cycleSeconds: 0.01, directory: directory))
+            let fake = try GPSDFake(log: log, port: port, cycleSeconds: 0.01, stepped: true, directory: directory)
+            return (fake, try Self.startDaemon(port: port, directory: directory))
         }
         defer { Self.processes.withLock { fake.stop(); daemon.terminate() } }
+        try daemon.waitUntil(timeout: 30, "gpsd connected") { (Self.gps($0)["connections"] as? Int ?? 0) >= 1 }
         let pipe = try GPSDWatcher(port: port, directory: directory)
+        try pipe.waitForWatch()
+        // One line written to gpsfake per line of the log (bytes: a CRLF log's "\r\n" is one Character).
+        let lines = try Data(contentsOf: URL(fileURLWithPath: log)).filter { $0 == 0x0A }.count
+        fake.send(sentences: lines + 1)
         // Some logs open with seconds of no-fix sentences; four replays and a build on two cores can pause
         // gpsfake for a second, so the log counts as played once a fix came and then 2 s of quiet.
         func hasPosition(_ tpv: [String: Any]) -> Bool { (tpv["mode"] as? Int ?? 0) >= 2 && tpv["lat"] != nil && tpv["time"] != nil }

@@ -47,11 +47,20 @@ final class GPSDSanityTests: XCTestCase {
         let good2 = try log(["walk:14"], start: now.addingTimeInterval(-200), directory: directory, name: "good2")
         let first = directory.file("first.nmea")
         try (good1.text + future.text + absurd.text + good2.text).write(toFile: first, atomically: true, encoding: .utf8)
+        // The second gpsd's log, made now: made while gpsd is away, under load it took seconds, over which the
+        // daemon's retry doubled (from 0.2 s), and it reconnected after the log had played.
+        // gpsd comes back and first sends a future-dated fix again, then good ones: POSITION follows them.
+        let future2 = try log(["walk:4"], start: now.addingTimeInterval(800 * 86_400), directory: directory, name: "future2")
+        // Long enough (120 epochs at 20 sentences a second: 18 s) to be still playing when the retry reconnects.
+        let good3 = try log(["walk:120"], start: now.addingTimeInterval(-160), directory: directory, name: "good3")
+        let second = directory.file("second.nmea")
+        try (future2.text + good3.text).write(toFile: second, atomically: true, encoding: .utf8)
 
         let port = GPSDFake.freePort()
         let daemon = try Daemon(arguments: ["--gpsd", "127.0.0.1:\(port)", "--gps-retry-s", "0.2"], directory: directory)
-        var fake = try GPSDFake(log: first, port: port, cycleSeconds: 0.01, directory: directory)
-        try daemon.waitUntil(timeout: 30, "the last good fix as the position") { _ in
+        // 5 s of log (0.05 s a sentence): longer than the daemon's retries, 0.2 s doubling, while gpsfake starts.
+        var fake = try GPSDFake(log: first, port: port, cycleSeconds: 0.05, directory: directory)
+        try daemon.waitUntil(timeout: 60, "the last good fix as the position") { _ in
             try self.position(daemon)["time"] as? String == good2.lastTime
         }
         var status = try gps(daemon)
@@ -60,14 +69,8 @@ final class GPSDSanityTests: XCTestCase {
         XCTAssertEqual(status["state"] as? String, "fix")
         fake.stop()
 
-        // gpsd comes back and first sends a future-dated fix again, then good ones: POSITION follows them.
-        let future2 = try log(["walk:4"], start: now.addingTimeInterval(800 * 86_400), directory: directory, name: "future2")
-        // Long enough to be still playing when the daemon's backed-off retry reconnects.
-        let good3 = try log(["walk:40"], start: now.addingTimeInterval(-100), directory: directory, name: "good3")
-        let second = directory.file("second.nmea")
-        try (future2.text + good3.text).write(toFile: second, atomically: true, encoding: .utf8)
         fake = try GPSDFake(log: second, port: port, cycleSeconds: 0.05, directory: directory)
-        try daemon.waitUntil(timeout: 30, "a good fix after reconnecting") { _ in
+        try daemon.waitUntil(timeout: 60, "a good fix after reconnecting") { _ in
             try self.position(daemon)["time"] as? String == good3.lastTime
         }
         status = try gps(daemon)

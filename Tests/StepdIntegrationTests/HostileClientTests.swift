@@ -24,9 +24,14 @@ final class HostileClientTests: XCTestCase {
         isRelease ? 40 << 20 : baseline + (20 << 20)
     }
 
-    /// 100 ms for the release daemon; a debug build does the same work several times slower, so it gets 1 s
-    /// (before the limits, the answer took 48 s).
-    private var latencyLimit: TimeInterval { isRelease ? 0.1 : 1 }
+    /// The typical answer (the median): 100 ms for the release daemon; a debug build does the same work several
+    /// times slower, so it gets 1 s. Before the limits, the answer took 48 s.
+    private var typicalLatencyLimit: TimeInterval { isRelease ? 0.1 : 1 }
+
+    /// The slowest answer, for either build: 1 s. The suite runs the release tests beside a QEMU guest and the
+    /// Debian package stage on two cores, where any process may wait a scheduler slice or two for a core (one
+    /// answer took 152 ms there); a daemon that computed the non-readers' replies first would still take seconds.
+    private let slowestLatencyLimit: TimeInterval = 1
 
     private var isRelease: Bool { Binaries.productsDirectory.path.contains("release") }
 
@@ -38,11 +43,11 @@ final class HostileClientTests: XCTestCase {
         // 100 clients, each pipelining 272 KiB of `status` without reading a reply, held 5 s, then closed (by the
         // daemon after 3 s of reading nothing).
         let hostile = try Unprivileged.Running(["pipeline", daemon.socketPath, "100", "5"])
-        var slowest = 0.0, peak = baseline, answered = 0
+        var latencies: [TimeInterval] = [], peak = baseline, answered = 0
         while hostile.process.isRunning {
             let started = Date()
             let reply = try observer.request(["cmd": "status", "id": answered])
-            slowest = max(slowest, Date().timeIntervalSince(started))
+            latencies.append(Date().timeIntervalSince(started))
             XCTAssertEqual(reply["id"] as? Int, answered)
             answered += 1
             peak = max(peak, ProcStatus.residentBytes(of: pid))
@@ -53,12 +58,15 @@ final class HostileClientTests: XCTestCase {
         for i in 0..<10 {
             let started = Date()
             _ = try observer.request(["cmd": "status", "id": "after\(i)"])
-            slowest = max(slowest, Date().timeIntervalSince(started))
+            latencies.append(Date().timeIntervalSince(started))
         }
         peak = max(peak, ProcStatus.residentBytes(of: pid))
-        print("pipelining non-readers: \(summary ?? [:]); \(answered) status answers, slowest \(Int(slowest * 1000)) ms; RSS \(baseline >> 10) KiB before, peak \(peak >> 10) KiB")
+        let sorted = latencies.sorted()
+        let median = sorted[sorted.count / 2], slowest = sorted[sorted.count - 1]
+        print("pipelining non-readers: \(summary ?? [:]); \(answered) status answers, median \(Int(median * 1000)) ms, slowest \(Int(slowest * 1000)) ms; RSS \(baseline >> 10) KiB before, peak \(peak >> 10) KiB")
         XCTAssertGreaterThan(answered, 5)
-        XCTAssertLessThan(slowest, latencyLimit, "a status client waited \(slowest) s")
+        XCTAssertLessThan(median, typicalLatencyLimit, "a status client typically waited \(median) s")
+        XCTAssertLessThan(slowest, slowestLatencyLimit, "a status client waited \(slowest) s")
         XCTAssertLessThan(peak, memoryLimit(baseline: baseline), "RSS rose from \(baseline >> 20) MB to \(peak >> 20) MB")
         let status = try observer.request(["cmd": "status"])
         XCTAssertGreaterThan(status["closed_clients"] as? Int ?? 0, 0, "the pipeliners were closed")

@@ -255,6 +255,11 @@ final class ConfigKeysTests: XCTestCase {
                                              into: directory, name: "limits")
         for (name, settings) in [("eph", ["track_max_eph_m": "10"]), ("radius", ["visit_radius_m": "1"])] {
             let port = GPSDFake.freePort()
+            // gpsd first, holding the log back (stepped) until the daemon watches. Started after the daemon, gpsd
+            // came up 6-13 s late under load; the daemon's retry had doubled from 0.1 s to 6.4 s by then (as
+            // documented), and the 1.3 s log had played before it connected.
+            let fake = try GPSDFake(log: log, port: port, cycleSeconds: 0.002, stepped: true, directory: directory)
+            defer { fake.stop() }
             let socket = directory.file("\(name).sock")
             let (process, _, logPath) = try start(settings.merging([
                 "socket": socket, "state_dir": directory.file("state-\(name)"), "gpsd": "127.0.0.1:\(port)",
@@ -262,8 +267,8 @@ final class ConfigKeysTests: XCTestCase {
             ]) { $1 }, directory: directory)
             defer { stop(process) }
             let client = try connect(socket, process: process, log: logPath)
-            let fake = try GPSDFake(log: log, port: port, cycleSeconds: 0.002, directory: directory)
-            defer { fake.stop() }
+            _ = try poll(client, timeout: 30, "the daemon to watch gpsd") { (self.gps($0)["connections"] as? Int ?? 0) >= 1 }
+            try fake.play()
             // The log has about 220 fixes (1 Hz: 86 s, 90 s, 43 s); wait for most of them.
             _ = try poll(client, timeout: 60, "the log's fixes") { (self.gps($0)["fixes_accepted"] as? Int ?? 0) >= 200 }
             let track = try client.request(["cmd": "track"])

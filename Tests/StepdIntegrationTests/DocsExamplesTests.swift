@@ -26,8 +26,11 @@ final class DocsExamplesTests: XCTestCase {
                                             "--gpsd", "127.0.0.1:\(port)", "--gps-retry-s", "0.2",
                                             "--visit-min-stay-s", "60", "--mqtt-url", "mqtt://127.0.0.1:\(broker.port)",
                                             "--mqtt-device-id", "docs"], directory: directory)
-        let fake = try GPSDFake(log: log, port: port, cycleSeconds: 0.002, directory: directory)
+        // gpsd after the daemon, so that STATUS has a last failure to show (gps.error: "cannot reach gpsd"); the
+        // log held back until the daemon's retry has found gpsd (GPSDFake.play(once:)).
+        let fake = try GPSDFake(log: log, port: port, cycleSeconds: 0.002, stepped: true, directory: directory)
         defer { fake.stop() }
+        try fake.play(once: daemon)
         try daemon.waitUntil(timeout: 90, "steps, a fix and a visit") { status in
             let gps = status["gps"] as? [String: Any] ?? [:]
             return (status["samples_in"] as? Int ?? 0) > 2000 && (gps["fixes_accepted"] as? Int ?? 0) > 200

@@ -6,8 +6,11 @@ final class GPSDFake {
     static let gpsfake = "/usr/bin/gpsfake"
 
     let port: Int
-    let process = Process()
+    private(set) var process = Process()
     private let logPath: String
+    private let nmeaPath: String
+    /// How many times gpsfake was started again because its gpsd listed no device.
+    private(set) var restarts = 0
 
     /// Skips the test when gpsfake or gpsd is not installed.
     static func requireTools() throws {
@@ -17,44 +20,93 @@ final class GPSDFake {
     }
 
     /// Starts gpsd on `port` reading `log` once (-1), opening the device at once (-n) rather than when a
-    /// client watches, one sentence every `cycleSeconds`; returns once gpsd accepts connections.
-    /// With `stepped`, gpsfake sends one sentence per line written to it (`-i`, `send(sentences:)`), still at most
-    /// one every `cycleSeconds`, and nothing otherwise: a receiver that goes quiet while gpsd stays connected, or
-    /// a log held back until every client is watching.
+    /// client watches, one sentence every `cycleSeconds`; returns once gpsd accepts connections and lists the
+    /// fake receiver among its devices.
+    /// With `stepped`, gpsfake sends one sentence per line written to it (`-i`, `send(sentences:)`, `play()`),
+    /// still at most one every `cycleSeconds`, and nothing otherwise: a receiver that goes quiet while gpsd stays
+    /// connected, or a log held back until every client is watching.
     private var input: Pipe?
 
     init(log: String, port: Int, cycleSeconds: Double = 0.005, stepped: Bool = false, directory: TemporaryDirectory) throws {
         self.port = port
+        nmeaPath = log
         logPath = directory.file("gpsfake-\(port)-\(UUID().uuidString.prefix(4)).log")
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        // gpsfake adds its pty to gpsd once, over gpsd's control socket, as soon as the socket's file exists, and
+        // a connect that fails is silent (gps/fake.py, add_device): that gpsd never has a device. (Stop 36 saw
+        // `"devices":[]` to every client, for ever, about once in ten starts while a daemon retried.) Such a gpsd
+        // is stopped before it sent anything, and gpsfake started again.
+        for attempt in 1...3 {
+            try launch(cycleSeconds: cycleSeconds, stepped: stepped)
+            if Self.listsADevice(port: port, timeout: 10) { return }
+            stop()
+            restarts += 1
+            print("GPSDFake: gpsd on \(port) listed no device after 10 s (attempt \(attempt) of 3); starting gpsfake again")
+            process = Process()
+        }
+        throw NSError(domain: "GPSDFake", code: 2, userInfo: [NSLocalizedDescriptionKey: "gpsd on \(port) never listed gpsfake's device: \(output)"])
+    }
+
+    private func launch(cycleSeconds: Double, stepped: Bool) throws {
         let output = FileHandle(forWritingAtPath: logPath)!
+        output.seekToEndOfFile()
         // Foundation starts it in a process group of its own (pgid = pid), which its gpsd joins, so that
         // stop() reaches both: gpsfake kills gpsd on SIGTERM but then does not always exit.
         process.executableURL = URL(fileURLWithPath: Self.gpsfake)
         if stepped {
             let pipe = Pipe()
             input = pipe
-            process.arguments = ["-n", "-1", "-q", "-i", "-c", String(cycleSeconds), "-P", String(port), log]
+            process.arguments = ["-n", "-1", "-q", "-i", "-c", String(cycleSeconds), "-P", String(port), nmeaPath]
             process.standardInput = pipe
         } else {
-            process.arguments = ["-n", "-1", "-q", "-c", String(cycleSeconds), "-P", String(port), log]
+            process.arguments = ["-n", "-1", "-q", "-c", String(cycleSeconds), "-P", String(port), nmeaPath]
             process.standardInput = FileHandle.nullDevice
         }
         process.standardOutput = output
         process.standardError = output
         try process.run()
-        let deadline = Date().addingTimeInterval(15)
+        let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
             if Self.accepts(port: port) { return }
             if !process.isRunning { break }
             usleep(20_000)
         }
-        throw NSError(domain: "GPSDFake", code: 1, userInfo: [NSLocalizedDescriptionKey: "gpsd did not listen on \(port): \(output)"])
+        throw NSError(domain: "GPSDFake", code: 1, userInfo: [NSLocalizedDescriptionKey: "gpsd did not listen on \(port): \(self.output)"])
+    }
+
+    /// Whether gpsd answers `?DEVICES;` with a device within `timeout`.
+    static func listsADevice(port: Int, timeout: TimeInterval) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let devices = try? GPSDWatcher(port: port, command: "?DEVICES;\n").reply(class: "DEVICES", timeout: 2),
+               let list = devices["devices"] as? [Any], !list.isEmpty {
+                return true
+            }
+            usleep(100_000)
+        }
+        return false
     }
 
     /// Lets a stepped gpsfake send `count` more sentences.
     func send(sentences count: Int) {
         input?.fileHandleForWriting.write(Data(String(repeating: "\n", count: count).utf8))
+    }
+
+    /// Lets a stepped gpsfake play its whole log, at its pace. The lines are counted in bytes: in a CRLF log,
+    /// Swift reads "\r\n" as one Character.
+    func play() throws {
+        let lines = try Data(contentsOf: URL(fileURLWithPath: nmeaPath)).filter { $0 == 0x0A }.count
+        send(sentences: lines + 1)
+    }
+
+    /// Plays a stepped log once `daemon` has connected to gpsd `connections` times in all: a daemon that
+    /// retries (doubling its wait from --gps-retry-s) connects when its next try comes, which under load can be
+    /// seconds after gpsd listens, and the log must not have played by then.
+    func play(once daemon: Daemon, hasConnected connections: Int = 1) throws {
+        try daemon.waitUntil(timeout: 60, "the daemon to watch gpsd (connection \(connections))") { status in
+            ((status["gps"] as? [String: Any])?["connections"] as? Int ?? 0) >= connections
+        }
+        try play()
     }
 
     /// Stops gpsfake, which kills its gpsd.
@@ -112,7 +164,8 @@ final class GPSDWatcher {
     private var pending = Data()
     private(set) var lines: [String] = []
 
-    init(port: Int, directory: TemporaryDirectory) throws {
+    /// Connects and sends `command`: by default the WATCH that gpspipe -w sends.
+    init(port: Int, command: String = "?WATCH={\"enable\":true,\"json\":true};\n") throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -127,8 +180,22 @@ final class GPSDWatcher {
         }
         var tv = timeval(tv_sec: 0, tv_usec: 100_000)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        let watch = "?WATCH={\"enable\":true,\"json\":true};\n"
-        _ = watch.withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+        _ = command.withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+    }
+
+    convenience init(port: Int, directory: TemporaryDirectory) throws {
+        try self.init(port: port)
+    }
+
+    /// The first report of `class` gpsd sends within `timeout`.
+    func reply(class name: String, timeout: TimeInterval) throws -> [String: Any] {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline, poll() {
+            for line in lines where line.contains("\"class\":\"\(name)\"") {
+                if let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] { return object }
+            }
+        }
+        throw NSError(domain: "GPSDWatcher", code: 2, userInfo: [NSLocalizedDescriptionKey: "gpsd sent no \(name): \(lines)"])
     }
 
     deinit { close(fd) }

@@ -61,7 +61,9 @@ final class LocationHistoryTests: XCTestCase {
         let watcher = try daemon.connect()
         _ = try watcher.request(["cmd": "watch", "classes": ["POSITION"]])
         // 30 ms a fix: the visit ends (a fix 100 m from the stay) seconds before the log does.
-        let fake = try GPSDFake(log: log, port: port, cycleSeconds: 0.01, directory: directory)
+        // Held back until the daemon's retry has found gpsd (GPSDFake.play(once:)).
+        let fake = try GPSDFake(log: log, port: port, cycleSeconds: 0.01, stepped: true, directory: directory)
+        try fake.play(once: daemon)
         var arrivals: [Date] = []
         var last = ""
         while last != end {

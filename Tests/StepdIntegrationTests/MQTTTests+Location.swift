@@ -44,8 +44,10 @@ extension MQTTTests {
         try waitForLink(daemon, "connected")
         let watcher = try daemon.connect()
         _ = try watcher.request(["cmd": "watch", "classes": ["POSITION", "VISIT"]])
-        let fake = try GPSDFake(log: log, port: gpsdPort, cycleSeconds: 0.01, directory: directory)
+        // Held back until the daemon's retry has found gpsd (GPSDFake.play(once:)).
+        let fake = try GPSDFake(log: log, port: gpsdPort, cycleSeconds: 0.01, stepped: true, directory: directory)
         defer { fake.stop() }
+        try fake.play(once: daemon)
 
         // The daemon's own events, to the last fix of the log. The broker is stopped once the second position has
         // arrived and the first walk is over (the stay's arrival is 60 fixes later): a short outage, as libmosquitto

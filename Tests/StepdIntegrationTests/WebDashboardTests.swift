@@ -32,11 +32,14 @@ final class WebDashboardTests: XCTestCase {
             let end = try XCTUnwrap((truth["segments"] as? [[String: Any]])?.last?["end"] as? String)
             lastFix = String(end.prefix(19))
             let gpsPort = GPSDFake.freePort()
-            daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--loop",
-                                            "--gpsd", "127.0.0.1:\(gpsPort)", "--gps-retry-s", "0.2",
-                                            "--visit-min-stay-s", "60", "--visit-radius-m", "30"],
-                                directory: directory)
-            gpsd = try GPSDFake(log: log, port: gpsPort, cycleSeconds: 0.01, directory: directory)
+            // gpsd first, the log held back until the daemon watches (GPSDFake.play(once:)).
+            let gpsd = try GPSDFake(log: log, port: gpsPort, cycleSeconds: 0.01, stepped: true, directory: directory)
+            let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--loop",
+                                                "--gpsd", "127.0.0.1:\(gpsPort)", "--gps-retry-s", "0.2",
+                                                "--visit-min-stay-s", "60", "--visit-radius-m", "30"],
+                                    directory: directory)
+            try gpsd.play(once: daemon)
+            (self.gpsd, self.daemon) = (gpsd, daemon)
             try Self.write("s3cret-token\n", to: directory.file("token"))
             // Tiles from a port nobody listens on: the map must fall back to its grid.
             page = try DashboardPage(socket: daemon.socketPath, directory: directory,

@@ -28,6 +28,12 @@ final class GaitBoutTests: XCTestCase {
         return path
     }
 
+    private func parseTime(_ text: String) -> Date? {
+        let format = ISO8601DateFormatter()
+        format.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return format.date(from: text)
+    }
+
     func testReplayBoutEventsEqualAnalyzeBoutsCSV() throws {
         let dir = try TemporaryDirectory()
         let recording = try makeRecording(in: dir)
@@ -48,6 +54,21 @@ final class GaitBoutTests: XCTestCase {
             XCTAssertEqual(event["class"] as? String, "BOUT", "\(event)")
             events.append(event)
         }
+        // The history keeps them: the same bouts, by their start.
+        let history = try client.request(["cmd": "history", "from": ISO8601DateFormatter().string(from: Date().addingTimeInterval(-3600)),
+                                          "bouts": true])
+        let saved = try XCTUnwrap(history["bouts"] as? [[String: Any]], "\(history)")
+        XCTAssertEqual(saved.map { $0["start"] as? String }.count, events.count)
+        for (stored, event) in zip(saved, events) {
+            for key in ["steps", "cadence_spm", "stride_time_s", "stride_time_cv", "regularity", "symmetry", "step_length_m", "speed_mps"] {
+                XCTAssertEqual("\(stored[key] ?? "none")", "\(event[key] ?? "none")", key)
+            }
+            let storedStart = try XCTUnwrap((stored["start"] as? String).flatMap(parseTime))
+            let eventStart = try XCTUnwrap((event["start"] as? String).flatMap(parseTime))
+            XCTAssertEqual(storedStart.timeIntervalSince1970, eventStart.timeIntervalSince1970, accuracy: 0.002)
+        }
+        let bad = try client.request(["cmd": "history", "bouts": "yes"])
+        XCTAssertEqual(bad["class"] as? String, "ERROR", "\(bad)")
         XCTAssertEqual(daemon.terminate(), 0)
 
         for (row, event) in zip(rows, events) {

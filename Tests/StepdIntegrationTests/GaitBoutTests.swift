@@ -108,3 +108,38 @@ final class GaitBoutTests: XCTestCase {
         XCTAssert(bad.stderr.contains("--placement: expected one of auto, wrist, pocket, hand, bag, waist"), bad.stderr)
     }
 }
+
+/// The fleet publishes each bout once, QoS 1 through the outbox, with the BOUT event's figures.
+final class GaitBoutMQTTTests: XCTestCase {
+    func testEachBoutIsPublishedWithItsGaitMeasures() throws {
+        let directory = try TemporaryDirectory()
+        let broker = try MosquittoBroker(directory: directory)
+        let subscriber = try MosquittoSubscriber(broker: broker, topics: ["stepd/gait/bout"], arguments: ["-q", "1"])
+        try pollUntil("the broker's subscriber", timeout: 20, every: 0.02, detail: String(broker.log.suffix(2000))) {
+            broker.log.contains("Received SUBSCRIBE")
+        }
+        let trace = try Binaries.sharedData("steps/lowerback-turns/s05_t4/accel.csv.gz")
+        let daemon = try Daemon(arguments: ["--replay", trace.path, "--speed", "20", "--placement", "waist", "--no-gps",
+                                            "--no-barometer", "--mqtt-url", "mqtt://127.0.0.1:\(broker.port)",
+                                            "--mqtt-device-id", "gait"], directory: directory)
+        try subscriber.waitFor("a bout on stepd/gait/bout", timeout: 60) { $0.contains { $0.topic == "stepd/gait/bout" } }
+        let message = try XCTUnwrap(subscriber.messages.first { $0.topic == "stepd/gait/bout" })
+        let payload = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(message.payload.utf8)) as? [String: Any])
+        XCTAssertEqual(payload["device"] as? String, "gait")
+        XCTAssert((payload["key"] as? String)?.hasPrefix("gait/") == true, "\(payload)")
+        XCTAssertNil(payload["class"], "a record, not an event")
+
+        let analyzed = try runCommand(Binaries.stepd, ["analyze", "--placement", "waist", "--format", "bouts", trace.path])
+        let row = try XCTUnwrap(analyzed.stdout.split(separator: "\n").dropFirst().first)
+            .split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        XCTAssertEqual(payload["steps"] as? Int, Int(row[2]))
+        XCTAssertEqual(payload["cadence_spm"] as? Double, Double(row[3]))
+        for (column, key) in [(4, "stride_time_s"), (5, "stride_time_cv"), (6, "regularity"), (7, "symmetry"),
+                              (8, "step_length_m"), (9, "speed_mps")] {
+            XCTAssertEqual(payload[key] as? Double, Double(row[column]), "\(key): \(payload) vs \(row)")
+        }
+        XCTAssertEqual(payload["placement"] as? String, "waist")
+        XCTAssertEqual(daemon.terminate(), 0)
+        XCTAssertEqual(subscriber.messages.filter { $0.topic == "stepd/gait/bout" }.count, 1, "sent once")
+    }
+}

@@ -12,7 +12,8 @@ import GRDB
 /// - `mqtt_outbox`, `mqtt_outbox_mark` (v2): messages for the MQTT broker kept until it acknowledges them, and
 ///   the newest minute put in the outbox (Fleet/StepStore+Outbox.swift).
 /// - `mqtt_visit_mark` (v3): the newest visit whose arrival, and the newest whose departure, went into the outbox.
-/// - `walking_bout` (v5): each walking bout that ended, with its gait measures (NULL where not given).
+/// - `walking_bout` (v5): each walking bout that ended, with its gait measures (NULL where not given); and
+///   `mqtt_bout_mark`, the newest bout put in the MQTT outbox (Fleet/FleetBouts.swift).
 enum StoreSchema {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -94,6 +95,11 @@ enum StoreSchema {
                 t.column("step_length_m", .double)
                 t.column("speed_mps", .double)
                 t.column("placement", .text).notNull()
+            }
+            try db.create(table: "mqtt_bout_mark") { t in
+                t.primaryKey("id", .integer).check { $0 == 1 }
+                // Bouts that started at or before this Unix time are in the MQTT outbox (or sent).
+                t.column("starts_through", .double).notNull()
             }
         }
         return migrator

@@ -51,8 +51,11 @@ public struct HistoryMessage: Codable, Sendable {
     public var distance_m: Double
     /// Floors climbed over the bins; absent when no barometer reported in any of them.
     public var floors: Int?
+    /// With `"bouts":true`: the walking bouts that start in [from, to), oldest first, each as its BOUT event.
+    public var bouts: [BoutMessage]?
     public var id: JSONValue?
-    public init(from: String, to: String, bin: String, time_zone: String, bins: [HistoryBinMessage], id: JSONValue? = nil) {
+    public init(from: String, to: String, bin: String, time_zone: String, bins: [HistoryBinMessage],
+                bouts: [BoutMessage]? = nil, id: JSONValue? = nil) {
         self.from = from
         self.to = to
         self.bin = bin
@@ -61,6 +64,7 @@ public struct HistoryMessage: Codable, Sendable {
         steps = bins.reduce(0) { $0 + $1.steps }
         distance_m = bins.reduce(0) { $0 + $1.distance_m }
         floors = bins.contains { $0.floors != nil } ? bins.reduce(0) { $0 + ($1.floors ?? 0) } : nil
+        self.bouts = bouts
         self.id = id
     }
 }

@@ -281,6 +281,42 @@ public struct MotionMessage: Codable, Sendable, Equatable {
     }
 }
 
+/// A walking bout that has ended, with its gait measures (docs/protocol.md, docs/gait.md). A measure that is
+/// not given (too few strides, or step length and speed away from the waist) is left out.
+public struct BoutMessage: Codable, Sendable, Equatable {
+    public static let messageClass = "BOUT"
+    public var `class` = Self.messageClass
+    public var start: String
+    public var end: String
+    public var steps: Int
+    public var duration_s: Double
+    public var cadence_spm: Double
+    public var stride_time_s: Double?
+    public var stride_time_cv: Double?
+    public var regularity: Double?
+    public var symmetry: Double?
+    public var step_length_m: Double?
+    public var speed_mps: Double?
+    public var placement: String
+
+    public init(start: String, end: String, steps: Int, duration_s: Double, cadence_spm: Double, stride_time_s: Double?,
+                stride_time_cv: Double?, regularity: Double?, symmetry: Double?, step_length_m: Double?, speed_mps: Double?,
+                placement: String) {
+        self.start = start
+        self.end = end
+        self.steps = steps
+        self.duration_s = duration_s
+        self.cadence_spm = cadence_spm
+        self.stride_time_s = stride_time_s
+        self.stride_time_cv = stride_time_cv
+        self.regularity = regularity
+        self.symmetry = symmetry
+        self.step_length_m = step_length_m
+        self.speed_mps = speed_mps
+        self.placement = placement
+    }
+}
+
 public struct WatchMessage: Codable, Sendable {
     public static let messageClass = "WATCH"
     public var `class` = Self.messageClass
@@ -305,6 +341,7 @@ public enum WatchClass: String, CaseIterable, Sendable {
     case pedometer = "PEDOMETER"
     case activity = "ACTIVITY"
     case motion = "MOTION"
+    case bout = "BOUT"
 
     /// What a `watch` without `classes` gets: everything but MOTION, whose 10-60 lines a second a client
     /// should ask for by name.

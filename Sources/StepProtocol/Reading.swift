@@ -41,6 +41,7 @@ public enum DaemonEvent: Sendable {
     case motion(MotionMessage)
     case position(PositionMessage)
     case visit(VisitMessage)
+    case bout(BoutMessage)
 
     /// nil for a line whose class is not an event's; throws when the class is one but the fields do not fit.
     public init?(line: Data) throws {
@@ -53,6 +54,7 @@ public enum DaemonEvent: Sendable {
         case MotionMessage.messageClass: self = .motion(try decoder.decode(MotionMessage.self, from: line))
         case PositionMessage.messageClass: self = .position(try decoder.decode(PositionMessage.self, from: line))
         case VisitMessage.messageClass: self = .visit(try decoder.decode(VisitMessage.self, from: line))
+        case BoutMessage.messageClass: self = .bout(try decoder.decode(BoutMessage.self, from: line))
         default: return nil
         }
     }

@@ -130,6 +130,15 @@ func describe(event: DaemonEvent) -> String {
         if let pace = s.current_pace_s_per_m { line += String(format: ", pace %.2f s/m", pace) }
         if let up = s.floors_ascended { line += ", floors +\(up)/-\(s.floors_descended ?? 0)" }
         return line
+    case .bout(let b):
+        var line = "\(b.end)  BOUT       \(b.steps) steps in \(number(b.duration_s)) s, \(number(b.cadence_spm)) steps/min"
+        if let stride = b.stride_time_s { line += String(format: ", stride %.3f s", stride) }
+        if let cv = b.stride_time_cv { line += String(format: " (CV %.1f %%)", cv * 100) }
+        if let regularity = b.regularity { line += String(format: ", regularity %.2f", regularity) }
+        if let symmetry = b.symmetry { line += String(format: ", symmetry %.2f", symmetry) }
+        if let length = b.step_length_m { line += String(format: ", step %.2f m", length) }
+        if let speed = b.speed_mps { line += String(format: ", %.2f m/s", speed) }
+        return line
     case .motion(let m):
         return "\(m.time)  MOTION     vertical \(number(m.vertical_accel, decimals: 2)) m/s², pitch \(number(m.pitch_deg))°, "
             + "roll \(number(m.roll_deg))°, vibration \(number(m.vibration_rms, decimals: 3)) m/s²"

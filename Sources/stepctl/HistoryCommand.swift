@@ -25,6 +25,9 @@ struct History: ParsableCommand {
     @Option(help: "Bin size: minute, hour or day (default: hour for --today, day for --since in days).")
     var bin: String?
 
+    @Flag(help: "Also list the walking bouts that start in the range, with their gait measures (docs/gait.md).")
+    var bouts = false
+
     func validate() throws {
         if today, since != nil { throw ValidationError("give --today or --since, not both") }
         if let bin, !["minute", "hour", "day"].contains(bin) {
@@ -47,10 +50,12 @@ struct History: ParsableCommand {
             size = bin ?? parsed.defaultBin
         }
         let to = try until.map { try Self.parseUntil($0, calendar: calendar, option: "--until") } ?? now
-        let request = Request(command: .history, fields: [
+        var fields: [String: JSONValue] = [
             "from": .string(Timestamp.string(from, in: calendar.timeZone)),
             "to": .string(Timestamp.string(to, in: calendar.timeZone)), "bin": .string(size),
-        ])
+        ]
+        if bouts { fields["bouts"] = .bool(true) }
+        let request = Request(command: .history, fields: fields)
         let (history, raw) = try exitOnError { try client.request(request, expecting: HistoryMessage.self) }
         if options.json { return emit(String(decoding: raw, as: UTF8.self)) }
         var rows: [Row]
@@ -69,6 +74,14 @@ struct History: ParsableCommand {
         }
         let total = Row(label: "total", steps: history.steps, distanceMeters: history.distance_m, floors: history.floors)
         emit(Self.table(rows, heading: size == "day" ? "date" : size == "hour" ? "hour" : "minute", total: total))
+        if let walks = history.bouts {
+            emit("")
+            emit(walks.isEmpty ? "no walking bouts" : "walking bouts:")
+            for bout in walks {
+                // The BOUT event's line, which starts with the bout's end.
+                emit(describe(event: .bout(bout)))
+            }
+        }
     }
 
     /// "7d" → local midnight six days ago (day bins); "12h", "90m" → that long ago; "2026-11-20" → that local

@@ -14,21 +14,24 @@ enum AnalysisFormat: String, ExpressibleByArgument, CaseIterable, Sendable {
     case minutes
     /// `date,steps,distance_m,walking_min,bouts,peak_1min_spm,peak_30min_spm,recorded_min`.
     case daily
-    /// `start,end,steps,cadence_spm`, one row a walking bout.
+    /// `start,end,steps,cadence_spm` and the gait measures, one row a walking bout.
     case bouts
+    /// `start,end,excursion_m,step_length_m`, one row a step the inverted pendulum measured (at the waist).
+    case steps
 
     /// The file a format is written to in `--output DIR`, after the recording's name.
     func fileName(for name: String) -> String? {
         switch self {
         case .summary: return nil
         case .json: return name + ".json"
-        case .minutes, .daily, .bouts: return "\(name).\(rawValue).csv"
+        case .minutes, .daily, .bouts, .steps: return "\(name).\(rawValue).csv"
         }
     }
 
     static let minutesHeader = "time,steps,cadence_spm,walking_s"
     static let dailyHeader = "date,steps,distance_m,walking_min,bouts,peak_1min_spm,peak_30min_spm,recorded_min"
-    static let boutsHeader = "start,end,steps,cadence_spm"
+    static let boutsHeader = "start,end,steps,cadence_spm,stride_time_s,stride_time_cv,regularity,symmetry,step_length_m,speed_mps"
+    static let stepsHeader = "start,end,excursion_m,step_length_m"
 }
 
 /// A file (or standard output) written through stdio's buffer.
@@ -98,6 +101,7 @@ final class AnalysisOutputs {
         if let format = standardOutput, format != .summary { sinks[format] = try TextSink() }
         sinks[.minutes]?.line(AnalysisFormat.minutesHeader)
         sinks[.bouts]?.line(AnalysisFormat.boutsHeader)
+        sinks[.steps]?.line(AnalysisFormat.stepsHeader)
         // The JSON's step times are written as they come, its other keys at the end: memory does not grow.
         sinks[.json]?.write("{\"step_times\":[")
     }
@@ -116,10 +120,21 @@ final class AnalysisOutputs {
         sink.line("\(labeler.label(bin.startSeconds)),\(bin.steps),\(Self.decimal(bin.cadenceStepsPerMinute)),\(Self.decimal(bin.walkingSeconds))")
     }
 
-    func bout(_ bout: ActivityBout) {
-        guard let sink = sinks[.bouts] else { return }
-        sink.line("\(labeler.label(bout.start, fractional: true)),\(labeler.label(bout.end, fractional: true)),"
-                  + "\(bout.steps),\(Self.decimal(bout.cadenceStepsPerMinute))")
+    func bout(_ gaitBout: GaitBout) {
+        if let sink = sinks[.bouts] {
+            let bout = gaitBout.bout, gait = gaitBout.gait.rounded()
+            let measures = [gait.strideTimeSeconds, gait.strideTimeCV, gait.regularity, gait.symmetry,
+                            gait.stepLengthMeters, gait.speedMetersPerSecond].map { $0.map { "\($0)" } ?? "" }
+            sink.line("\(labeler.label(bout.start, fractional: true)),\(labeler.label(bout.end, fractional: true)),"
+                      + "\(bout.steps),\(Self.decimal(bout.cadenceStepsPerMinute)),"
+                      + measures.joined(separator: ","))
+        }
+        if let sink = sinks[.steps] {
+            // Seconds on the recording's clock, as the JSON's step_times.
+            for step in gaitBout.gait.pendulumSteps {
+                sink.line(String(format: "%.3f,%.3f,%.4f,%.3f", step.start, step.end, step.excursionMeters, step.lengthMeters))
+            }
+        }
     }
 
     /// Writes the days and the JSON, and closes every file.

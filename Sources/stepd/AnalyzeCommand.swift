@@ -34,6 +34,9 @@ struct Analyze: ParsableCommand {
     @Option(help: "The walker's height in metres, for distance (stride 0.414 x height, as the daemon).")
     var height = 1.70
 
+    @Option(help: "Where the device was carried: \(Placement.allCases.map(\.rawValue).joined(separator: ", ")). Step length and speed are given for waist only (docs/gait.md).")
+    var placement: String = Placement.default.rawValue
+
     @Option(help: "Files analysed at once (default: the number of cores).")
     var jobs: Int?
 
@@ -48,6 +51,9 @@ struct Analyze: ParsableCommand {
             throw ValidationError("unknown detector '\(detector)'; known: \(StepDetectorKind.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         guard (0.5...2.5).contains(height) else { throw ValidationError("--height: expected a number from 0.5 to 2.5, found \"\(height)\"") }
+        guard Placement(rawValue: placement) != nil else {
+            throw ValidationError("--placement: expected one of \(Placement.allCases.map(\.rawValue).joined(separator: ", ")), found \"\(placement)\"")
+        }
         if let jobs, jobs < 1 { throw ValidationError("--jobs: expected a whole number from 1, found \"\(jobs)\"") }
         if let start, AnalysisClock.parseStart(start) == nil {
             throw ValidationError("--start: expected an ISO-8601 time with an offset, such as 2026-11-20T08:00:00+01:00, found \"\(start)\"")
@@ -73,9 +79,12 @@ struct Analyze: ParsableCommand {
     func run() throws {
         let kind = StepDetectorKind(rawValue: detector)!
         // Days and times in the zone --start was written in; else the local one (TZ), for a t in Unix time.
-        let settings = RecordingAnalysis.Settings(detector: kind, startUnixSeconds: start.flatMap(AnalysisClock.parseStart),
+        var configured = RecordingAnalysis.Settings(detector: kind, startUnixSeconds: start.flatMap(AnalysisClock.parseStart),
                                                   strideMeters: StrideModel(heightMeters: height).strideMeters,
                                                   timeZone: start.flatMap(AnalysisClock.startTimeZone) ?? .current)
+        configured.gait.placement = Placement(rawValue: placement)!
+        configured.gait.heightMeters = height
+        let settings = configured
         if let output { try Self.makeFolder(output) }
         let names = Self.outputNames(files)
         let fileFormats = output == nil ? [] : (stdoutFormats.isEmpty ? [.minutes, .daily, .bouts, .json] : stdoutFormats.filter { $0 != .summary })

@@ -16,6 +16,8 @@ final class RecordingAnalysis: Sendable {
         var startUnixSeconds: Double?
         var strideMeters: Double
         var timeZone = TimeZone.current
+        /// Placement and height for the gait measures of each bout (docs/gait.md).
+        var gait = GaitRecorder.Configuration()
     }
 
     let path: String
@@ -55,6 +57,7 @@ final class RecordingAnalysis: Sendable {
             result.read = try RecordingReader.stream(path: path, acceptingCutShort: true) { chunk in
                 if state == nil {
                     state = try PassState(first: chunk.samples[0], settings: settings, floors: floors, makeOutputs: makeOutputs)
+                    state!.gait = GaitRecorder(configuration: settings.gait)
                     result.startIgnored = settings.startUnixSeconds != nil && state!.clock.unixOffsetSeconds == 0
                 }
                 try state!.feed(&chunk, into: pipeline, result: &result)
@@ -79,6 +82,8 @@ private struct PassState {
     let clock: AnalysisClock
     var stepBuffer: [Double] = []
     var floors: StreamedFloors?
+    /// The signal and steps each bout's gait measures are computed from, as the daemon keeps them.
+    var gait = GaitRecorder()
 
     init(first: Sample, settings: RecordingAnalysis.Settings, floors: StreamedFloors?, makeOutputs: (AnalysisClock) throws -> AnalysisOutputs) throws {
         // A `t` in Unix time is absolute as it stands; otherwise `--start` (if given) is the time of t = 0.
@@ -95,8 +100,8 @@ private struct PassState {
     mutating func feed(_ chunk: inout RecordingChunk, into pipeline: StepPipeline, result: inout AnalysisResult) throws {
         let firstIndex = result.samples
         // Local copies while closures use them: no overlapping access to self.
-        var timeline = self.timeline, activity = self.activity
-        defer { self.timeline = timeline; self.activity = activity }
+        var timeline = self.timeline, activity = self.activity, gait = self.gait
+        defer { self.timeline = timeline; self.activity = activity; self.gait = gait }
         let lines = chunk.lines
         timeline.repair(&chunk.samples, cover: { activity.cover(from: $0, to: $1) }) { event in
             switch event {
@@ -111,11 +116,17 @@ private struct PassState {
         let t0 = RecordingReader.monotonicSeconds()
         var steps = stepBuffer
         steps.removeAll(keepingCapacity: true)
-        pipeline.process(chunk.samples) { steps.append($0) }
+        pipeline.process(chunk.samples, onUniformSample: { gait.add($0) }, onStep: { steps.append($0) })
         result.pipelineSeconds += RecordingReader.monotonicSeconds() - t0
         let outputs = self.outputs
+        // A bout is closed on the analysis clock; its gait is measured on the samples' clock.
+        let offset = clock.analysisOffsetSeconds
+        func emit(_ bout: ActivityBout) {
+            outputs.bout(GaitBout(bout: bout, gait: gait.measures(from: bout.start - offset, to: bout.end - offset)))
+        }
         for t in steps {
-            activity.step(at: t) { outputs.bout($0) }
+            gait.step(at: t)
+            activity.step(at: t) { emit($0) }
             floors?.step(at: t)
             outputs.stepTime(t)
             if outputs.keepsStepTimes { result.stepTimes.append(t) }
@@ -125,7 +136,7 @@ private struct PassState {
         if let latest = timeline.latestTime {
             result.lastTime = latest
             try floors?.advance(to: latest)
-            activity.advance(to: latest, minute: { outputs.minute($0) }, bout: { outputs.bout($0) })
+            activity.advance(to: latest, minute: { outputs.minute($0) }, bout: { emit($0) })
         }
     }
 
@@ -144,8 +155,10 @@ private struct PassState {
     }
 
     mutating func finish(pipeline: StepPipeline, result: inout AnalysisResult) throws {
-        let outputs = self.outputs
-        activity.finish(minute: { outputs.minute($0) }, bout: { outputs.bout($0) })
+        let outputs = self.outputs, gait = self.gait, offset = clock.analysisOffsetSeconds
+        activity.finish(minute: { outputs.minute($0) }, bout: { bout in
+            outputs.bout(GaitBout(bout: bout, gait: gait.measures(from: bout.start - offset, to: bout.end - offset)))
+        })
         result.steps = activity.totalSteps
         result.lateSteps = activity.lateSteps
         result.samplesRejected = pipeline.samplesRejected

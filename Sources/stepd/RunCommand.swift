@@ -21,6 +21,7 @@ struct Run: ParsableCommand {
     @Option(.named("socket")) var socket: String?
     @Option(.named("detector")) var detector: String
     @Option(.named("height")) var height: Double
+    @Option(.named("placement")) var placement: String
     @Option(.named("max_clients")) var maxClients: Int
     @Option(.named("max_clients_per_user")) var maxClientsPerUser: Int
     @Option(.named("reserved_clients")) var reservedClients: Int
@@ -69,6 +70,7 @@ struct Run: ParsableCommand {
         var engineConfiguration = Engine.Configuration()
         engineConfiguration.detector = StepDetectorKind(rawValue: detector)!
         engineConfiguration.heightMeters = height
+        engineConfiguration.placement = Placement(rawValue: placement)!
         let gpsSource = try gps.makeSource(configuring: &engineConfiguration.location)
         let fleetConfiguration = try mqtt.configuration()
         let engine = Engine(configuration: engineConfiguration)

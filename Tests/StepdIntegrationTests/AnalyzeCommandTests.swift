@@ -129,7 +129,7 @@ final class AnalyzeCommandTests: XCTestCase {
     /// The headers docs/analysis.md documents, and --verbose's figures on standard error, so that a CSV or JSON
     /// on standard output stays one; a gzip cut short still says where its time went.
     func testHeadersAreTheDocumentedOnesAndVerboseFiguresGoToStandardError() throws {
-        let headers = ["minutes": "time,steps,cadence_spm,walking_s", "bouts": "start,end,steps,cadence_spm",
+        let headers = ["minutes": "time,steps,cadence_spm,walking_s", "bouts": "start,end,steps,cadence_spm,stride_time_s,stride_time_cv,regularity,symmetry,step_length_m,speed_mps",
                        "daily": "date,steps,distance_m,walking_min,bouts,peak_1min_spm,peak_30min_spm,recorded_min"]
         for (format, header) in headers {
             let result = try runCommand(Binaries.stepd, ["analyze", "--format", format, "--verbose", Binaries.bundledRecording])

@@ -75,7 +75,7 @@ final class StepctlTests: XCTestCase {
         XCTAssertFalse(classes.contains("MOTION"), "\(classes)")
         // The daemon's own default is the same.
         let ack = try daemon.connect().request(["cmd": "watch"])
-        XCTAssertEqual(ack["classes"] as? [String], ["ACTIVITY", "PEDOMETER", "POSITION", "STEP", "VISIT"])
+        XCTAssertEqual(ack["classes"] as? [String], ["ACTIVITY", "BOUT", "PEDOMETER", "POSITION", "STEP", "VISIT"])
     }
 
     func testExitStatusesFollowTheTable() throws {

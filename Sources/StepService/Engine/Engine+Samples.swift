@@ -39,7 +39,13 @@ extension Engine {
                 if let change { countToday(change, wall: s.wall(ofSampleTime: change.time), &s) }
                 let snapshot = publish(s)
                 if let change { announce(change, wall: s.wall(ofSampleTime: change.time), snapshot: snapshot, s) }
-                if state != .running { endWalk(pauseDetectedAt: s.lastSampleWall, &s) }
+                if state != .running {
+                    endWalk(pauseDetectedAt: s.lastSampleWall, &s)
+                    // No more steps can join the bout in progress: it ends with the samples.
+                    var ended: [ActivityBout] = []
+                    s.bouts.finish { ended.append($0) }
+                    announce(ended, handlers: self.handlers, s)
+                }
             }
         }
     }
@@ -83,6 +89,7 @@ extension Engine {
         // The pipeline is a class: held apart, so that the closure may change the rest of the state meanwhile.
         let pipeline = s.pipeline
         pipeline.process(samples, onUniformSample: { uniform in
+            s.gait.add(uniform)
             let estimate = s.motion.update(uniform)
             s.lastMotion = estimate
             if wantMotion {
@@ -99,6 +106,12 @@ extension Engine {
         let newDay = s.day.advance(to: arrival, calendar: dayCalendar)
         if newDay { scheduleMidnight(&s) }
         countSteps(newSteps, wall: wall, handlers: handlers, &s)
+        var endedBouts: [ActivityBout] = []
+        for t in newSteps {
+            s.gait.step(at: t)
+            s.bouts.step(at: t) { endedBouts.append($0) }
+        }
+        s.bouts.advance(to: last.time) { endedBouts.append($0) }
         takeWaitingReadings(&s)
         let floorChange = s.floors.advance(to: last.time)
         if let floorChange { countToday(floorChange, wall: wall(floorChange.time), &s) }
@@ -115,6 +128,17 @@ extension Engine {
         }
         if let (_, pauseStart) = pause {
             for handler in handlers { handler(.activity(.stationary, time: wall(pauseStart))) }
+        }
+        announce(endedBouts, handlers: handlers, s)
+    }
+
+    /// Measures each ended bout's gait and tells the watchers.
+    func announce(_ bouts: [ActivityBout], handlers: [@Sendable (EngineEvent) -> Void], _ s: EngineState) {
+        for bout in bouts {
+            let measured = GaitBout(bout: bout, gait: s.gait.measures(from: bout.start, to: bout.end))
+            let event = EngineEvent.bout(measured, start: s.wall(ofSampleTime: bout.start), end: s.wall(ofSampleTime: bout.end),
+                                         placement: configuration.placement)
+            for handler in handlers { handler(event) }
         }
     }
 

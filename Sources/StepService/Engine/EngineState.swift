@@ -38,6 +38,9 @@ struct EngineState {
     var locationTracker: LocationTracker
     /// Why the saved track and visits could not be read at start; nil when they were (or none was asked for).
     var locationRestoreError: String?
+    /// Walking bouts, found from the steps as `stepd analyze` finds them, and the signal their gait is measured on.
+    var bouts = ActivityBoutFinder()
+    var gait: GaitRecorder
 
     init(configuration: Engine.Configuration, calendar: Calendar) {
         pipeline = StepPipeline(detector: configuration.detector.make(sampleRateHz: configuration.rateHz),
@@ -47,6 +50,11 @@ struct EngineState {
         motion = MotionEstimator(sampleRateHz: configuration.rateHz)
         day = DayCounter(now: Date(), calendar: calendar)
         locationTracker = LocationTracker(configuration: configuration.location)
+        var gaitConfiguration = GaitRecorder.Configuration()
+        gaitConfiguration.rateHz = configuration.rateHz
+        gaitConfiguration.placement = configuration.placement
+        gaitConfiguration.heightMeters = configuration.heightMeters
+        gait = GaitRecorder(configuration: gaitConfiguration)
     }
 
     /// The wall-clock time of an instant on the samples' clock, from the newest sample's arrival.

@@ -67,6 +67,9 @@ public enum EngineEvent: Sendable {
     case activity(ActivityTracker.State, time: Date)
     /// The pedometer's figures changed (at most once a second while walking, and when walking stops).
     case pedometer(EngineSnapshot)
+    /// A walking bout ended (half a minute after its last step, when no late step can join it), with its gait
+    /// measures and the wall-clock times of its first and last step.
+    case bout(GaitBout, start: Date, end: Date, placement: Placement)
     /// One sample of the uniform grid's motion estimate; sent only while someone watches MOTION.
     case motion(MotionEstimate, time: Date, sampleTime: Double)
 }

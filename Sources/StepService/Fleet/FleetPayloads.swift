@@ -60,6 +60,7 @@ extension StepStore.OutboxEncoder {
         Self(minute: { minute, steps, distance, floors in
                  FleetPayloads.minute(device: device, minute: minute, steps: steps, distanceMeters: distance, floors: floors)
              },
-             visit: { visit in FleetPayloads.visit(device: device, LocationWire.visit(visit.visit)) })
+             visit: { visit in FleetPayloads.visit(device: device, LocationWire.visit(visit.visit)) },
+             bout: { bout in FleetPayloads.bout(device: device, bout) })
     }
 }

@@ -121,6 +121,9 @@ public final class FleetPublisher: Sendable {
                 // The store has the visit already (the engine records it before it tells its listeners); sealing
                 // now takes it from there into the outbox rather than at the next minute.
                 hop { $0.visitRecorded() }
+            case .bout:
+                // Recorded by the store already (EngineRecording listens first): sealed now, as a visit.
+                hop { $0.visitRecorded() }
             default:
                 break
             }

@@ -21,6 +21,8 @@ public struct FleetTopics: Sendable, Equatable {
     public var position: String { prefix + "/position" }
     /// Arrival and departure of a visit, QoS 1 through the outbox.
     public var visit: String { prefix + "/visit" }
+    /// A walking bout with its gait measures when it ends, QoS 1 through the outbox.
+    public var bout: String { prefix + "/bout" }
     /// One message per finished minute, QoS 1 through the outbox: the durable record.
     public var minute: String { prefix + "/minute" }
 
@@ -29,6 +31,7 @@ public struct FleetTopics: Sendable, Equatable {
         switch kind {
         case .minute: return minute
         case .visit: return visit
+        case .bout: return bout
         }
     }
 
@@ -48,4 +51,5 @@ public struct FleetTopics: Sendable, Equatable {
 public enum OutboxKind: String, Sendable, CaseIterable {
     case minute
     case visit
+    case bout
 }

@@ -22,6 +22,8 @@ extension StepStore {
         var minute: @Sendable (_ minute: Int64, _ steps: Int, _ distanceMeters: Double, _ floors: Int?) -> (key: String, payload: String)
         /// A visit's arrival (the visit without its departure) or departure.
         var visit: @Sendable (StoredVisit) -> (key: String, payload: String)
+        /// A walking bout that ended (FleetBouts.swift).
+        var bout: @Sendable (StoredBout) -> (key: String, payload: String)
     }
 
     /// The first time the outbox is used, minutes up to `minute` and the visits already in history count as
@@ -37,6 +39,7 @@ extension StepStore {
                         (SELECT coalesce(max(arrival), 0) FROM visit),
                         (SELECT coalesce(max(arrival), 0) FROM visit WHERE departure IS NOT NULL))
                     """)
+                try Self.startBoutMark(db)
                 return try Int.fetchOne(db, sql: "SELECT count(*) FROM mqtt_outbox") ?? 0
             })
         }
@@ -58,6 +61,7 @@ extension StepStore {
             completion(outboxWrite { db in
                 let added = try Self.sealMinutes(db, through: newest, cutoff: cutoff, encode: encoder.minute)
                     + Self.sealVisits(db, cutoff: cutoff, encode: encoder.visit)
+                    + Self.sealBouts(db, cutoff: cutoff, encode: encoder.bout)
                 // The outbox is bounded like the history: what a broker gone for longer never gets is dropped.
                 try db.execute(sql: "DELETE FROM mqtt_outbox WHERE time < ?", arguments: [cutoff.timeIntervalSince1970])
                 let queued = try Int.fetchOne(db, sql: "SELECT count(*) FROM mqtt_outbox") ?? 0

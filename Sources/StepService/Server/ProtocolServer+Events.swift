@@ -18,6 +18,8 @@ extension ProtocolServer {
             send(data, to: watchClass)
         case .pedometer(let snapshot):
             send(Wire.line(Replies.steps(snapshot, id: nil, asClass: "PEDOMETER")), to: .pedometer)
+        case .bout(let bout, let start, let end, let placement):
+            send(Wire.line(Replies.bout(bout, start: start, end: end, placement: placement)), to: .bout)
         case .floors:
             break   // PEDOMETER, which follows, carries the totals
         case .motion(let estimate, let time, let sampleTime):

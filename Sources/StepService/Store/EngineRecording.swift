@@ -31,6 +31,15 @@ public enum EngineRecording {
                 store.record(.step(count: count, time: time, distanceMeters: strideMeters))
             case let .floors(added, total, time):
                 store.record(.floors(added: added, total: total, time: time))
+            case let .bout(measured, start, end, placement):
+                let gait = measured.gait.rounded()
+                store.record(.bout(StoredBout(start: start, end: end, steps: measured.bout.steps,
+                                              cadenceStepsPerMinute: (measured.bout.cadenceStepsPerMinute * 10).rounded() / 10,
+                                              gait: GaitMeasures(strideTimeSeconds: gait.strideTimeSeconds,
+                                                                 strideTimeCV: gait.strideTimeCV, regularity: gait.regularity,
+                                                                 symmetry: gait.symmetry, stepLengthMeters: gait.stepLengthMeters,
+                                                                 speedMetersPerSecond: gait.speedMetersPerSecond),
+                                              placement: placement.rawValue)))
             case .activity(.stationary, _):
                 // The walk's last steps are not followed by another that would carry them to the disk.
                 store.flush()

@@ -61,9 +61,11 @@ struct PendingWrites {
     fileprivate(set) var counter: StepStore.Counter?
     private(set) var trackPoints: [StoredTrackPoint] = []
     private(set) var visits: [Date: StoredVisit] = [:]
+    /// Bouts by their start; a few an hour.
+    private(set) var bouts: [Date: StoredBout] = [:]
     private(set) var droppedTrackPoints = 0
 
-    var isEmpty: Bool { minutes.isEmpty && counter == nil && trackPoints.isEmpty && visits.isEmpty }
+    var isEmpty: Bool { minutes.isEmpty && counter == nil && trackPoints.isEmpty && visits.isEmpty && bouts.isEmpty }
 
     static func minute(of time: Date) -> Int64 {
         Int64((time.timeIntervalSince1970 / 60).rounded(.down))
@@ -94,6 +96,10 @@ struct PendingWrites {
     mutating func add(_ visit: StoredVisit) {
         visits[visit.arrival] = visit
     }
+
+    mutating func add(_ bout: StoredBout) {
+        bouts[bout.start] = bout
+    }
 }
 
 extension PendingWrites {
@@ -107,7 +113,7 @@ extension PendingWrites {
 
     var summary: String {
         "\(minutes.values.reduce(0) { $0 + $1.steps }) steps over \(minutes.count) minutes, \(trackPoints.count) track points, "
-            + "\(visits.count) visits"
+            + "\(visits.count) visits, \(bouts.count) bouts"
             + (counter.map { ", counter \($0.steps)" + ($0.floors.map { " (floors +\($0.ascended)/-\($0.descended))" } ?? "") } ?? "")
     }
 }

@@ -83,7 +83,7 @@ extension StepStore {
                     latitudeDegrees: row[2], longitudeDegrees: row[3], radiusMeters: row[4], fixCount: row[5])
     }
 
-    private func read<T: Sendable>(completion: @escaping @Sendable (Result<T, StoreError>) -> Void,
+    func read<T: Sendable>(completion: @escaping @Sendable (Result<T, StoreError>) -> Void,
                                    _ body: @escaping @Sendable (DatabasePool) throws -> T) {
         queue.async { [self] in
             flushForReading()
@@ -94,7 +94,7 @@ extension StepStore {
         }
     }
 
-    private func readNow<T>(_ body: (DatabasePool) throws -> T) throws -> T {
+    func readNow<T>(_ body: (DatabasePool) throws -> T) throws -> T {
         queue.sync { flushForReading() }
         return try leased(body)
     }
@@ -200,7 +200,7 @@ extension StepStore {
         return visits
     }
 
-    private func wrapRead<T>(_ body: () throws -> T) throws -> T {
+    func wrapRead<T>(_ body: () throws -> T) throws -> T {
         do { return try body() } catch let error as StoreError { throw error } catch {
             // Interrupted because the daemon stops or the store gave the pool up.
             if stopping.withLockedValue({ $0 }) || leases.isRevoked { throw unavailable() }

@@ -151,6 +151,8 @@ final class StoreCore {
             pending.add(point)
         case let .visit(visit):
             pending.add(visit)
+        case let .bout(bout):
+            pending.add(bout)
         }
     }
 

@@ -12,6 +12,8 @@ import GRDB
 /// - `mqtt_outbox`, `mqtt_outbox_mark` (v2): messages for the MQTT broker kept until it acknowledges them, and
 ///   the newest minute put in the outbox (Fleet/StepStore+Outbox.swift).
 /// - `mqtt_visit_mark` (v3): the newest visit whose arrival, and the newest whose departure, went into the outbox.
+/// - `walking_bout` (v5): each walking bout that ended, with its gait measures (NULL where not given); and
+///   `mqtt_bout_mark`, the newest bout put in the MQTT outbox (Fleet/FleetBouts.swift).
 enum StoreSchema {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -77,6 +79,27 @@ enum StoreSchema {
             try db.alter(table: "counter") { t in
                 t.add(column: "floors_ascended", .integer)
                 t.add(column: "floors_descended", .integer)
+            }
+        }
+        migrator.registerMigration("v5: walking bouts with their gait measures") { db in
+            try db.create(table: "walking_bout") { t in
+                // Unix times of the bout's first and last step.
+                t.primaryKey("start", .double)
+                t.column("end", .double).notNull().indexed()
+                t.column("steps", .integer).notNull()
+                t.column("cadence_spm", .double).notNull()
+                t.column("stride_time_s", .double)
+                t.column("stride_time_cv", .double)
+                t.column("regularity", .double)
+                t.column("symmetry", .double)
+                t.column("step_length_m", .double)
+                t.column("speed_mps", .double)
+                t.column("placement", .text).notNull()
+            }
+            try db.create(table: "mqtt_bout_mark") { t in
+                t.primaryKey("id", .integer).check { $0 == 1 }
+                // Bouts that started at or before this Unix time are in the MQTT outbox (or sent).
+                t.column("starts_through", .double).notNull()
             }
         }
         return migrator

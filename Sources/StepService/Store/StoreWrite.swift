@@ -16,13 +16,15 @@ public enum StoreWrite: Sendable {
     case trackPoint(StoredTrackPoint)
     /// A stay as it begins, and again when it ends.
     case visit(StoredVisit)
+    /// A walking bout that has ended, with its gait measures.
+    case bout(StoredBout)
 
     /// A reset and a count taken over are the user's word on the count: written at once, not with the next
     /// batch.
     var urgency: CommitPolicy.Urgency {
         switch self {
         case .reset, .counter: return .now
-        case .step, .floors, .trackPoint, .visit: return .batched
+        case .step, .floors, .trackPoint, .visit, .bout: return .batched
         }
     }
 }

@@ -143,6 +143,8 @@ final class StoreWriter {
                 count += db.changesCount
                 try db.execute(sql: "DELETE FROM visit WHERE coalesce(departure, arrival) < ?",
                                arguments: [cutoff.timeIntervalSince1970])
+                count += db.changesCount
+                try db.execute(sql: "DELETE FROM walking_bout WHERE end < ?", arguments: [cutoff.timeIntervalSince1970])
                 return count + db.changesCount
             }
         } catch {
@@ -221,5 +223,6 @@ final class StoreWriter {
                 """, arguments: [v.arrival.timeIntervalSince1970, v.departure?.timeIntervalSince1970,
                                  v.latitudeDegrees, v.longitudeDegrees, v.radiusMeters, v.fixCount])
         }
+        for bout in batch.bouts.values { try StepStore.write(bout, into: db) }
     }
 }

@@ -48,6 +48,7 @@ clean:
 # The Debian package, stepd_<version>_<arch>.deb, from the release build: debian/rules (debhelper), then lintian
 # (scripts/make-deb). The same command on an arm64 board with Swift makes the arm64 package.
 deb: build
+	scripts/setup --deb --no-build
 	scripts/make-deb
 
 # Installation: `make build && sudo make install`; packagers add DESTDIR=/path/to/staging. The program is

@@ -1,19 +1,26 @@
 # stepd: `make run` sets up and starts the daemon on the bundled recording (--demo); `make test` sets up and runs every test.
-# `make build` makes the release binaries, the daemon linked for memory with its running code laid out together
-# (Package.swift, Sources/stepd/stepd.order made by scripts/order-file; docs/iio.md "Memory").
+# `make build` makes the release program, the daemon linked for memory with its running code laid out together
+# (Package.swift, Sources/stepd/stepd.order made by scripts/order-file; docs/iio.md "Memory"). It is one program:
+# stepctl and stepd-web are links to stepd, which runs the one its name says (scripts/link-programs).
+# `make build`, `make run` and `make deb` install only what building needs (scripts/setup --build);
+# `make test` installs the test tools too (scripts/setup --test).
 # `make deb` makes the Debian package from the release binaries (scripts/make-deb).
 SWIFT ?= swift
 CONFIG ?= release
 
-.PHONY: all setup build run test test-tsan test-asan clean deb
+.PHONY: all setup setup-test build run test test-tsan test-asan clean deb
 
 all: build
 
 setup:
-	scripts/setup --no-build
+	scripts/setup --build --no-build
+
+setup-test:
+	scripts/setup --test --no-build
 
 build: setup
 	$(SWIFT) build -c $(CONFIG)
+	scripts/link-programs .build/$(CONFIG)
 
 # A live step count at once: the bundled real recording as a demo (its history is thrown away at exit).
 # A board's real accelerometer: `.build/release/stepd` without --demo, or the installed service.
@@ -23,16 +30,16 @@ run: build
 
 
 # Everything: unit tests, integration tests against the real binaries, libiio, gpsd (and QEMU when present).
-test: setup
+test: setup-test
 	scripts/test
 
 # The suites that drive the daemon, and the daemon itself under load for a minute, built with ThreadSanitizer
 # (.build-tsan) or AddressSanitizer + LeakSanitizer (.build-asan); any report fails (scripts/test-sanitized,
 # docs/testing.md). ARGS: e.g. `--soak 300`, or class names to run only those.
-test-tsan: setup
+test-tsan: setup-test
 	scripts/test-sanitized thread $(ARGS)
 
-test-asan: setup
+test-asan: setup-test
 	scripts/test-sanitized address $(ARGS)
 
 clean:
@@ -41,9 +48,12 @@ clean:
 # The Debian package, stepd_<version>_<arch>.deb, from the release build: debian/rules (debhelper), then lintian
 # (scripts/make-deb). The same command on an arm64 board with Swift makes the arm64 package.
 deb: build
+	scripts/setup --deb --no-build
 	scripts/make-deb
 
-# Installation: `make build && sudo make install`; packagers add DESTDIR=/path/to/staging.
+# Installation: `make build && sudo make install`; packagers add DESTDIR=/path/to/staging. The program is
+# installed stripped (STRIP=, e.g. aarch64-linux-gnu-strip for another architecture's build; STRIP=true keeps
+# the symbols); stepctl and stepd-web are links to it.
 # Units, udev rules and sysusers go where systemd looks for a prefix's files ($(PREFIX)/lib/...);
 # the configuration lives in /etc whatever the prefix, as stepd.service reads it there.
 PREFIX ?= /usr/local
@@ -58,6 +68,7 @@ SYSUSERSDIR ?= $(LIBDIR_SYSTEMD)/sysusers.d
 UDEVRULESDIR ?= $(LIBDIR_SYSTEMD)/udev/rules.d
 BUILT ?= .build/$(CONFIG)
 INSTALL ?= install
+STRIP ?= strip
 # Swift's crash backtracer for the statically linked stepd, from the toolchain that built it (stepd(8), SIGNALS):
 # stepd looks for it in ../libexec/stepd beside its binary.
 LIBEXECDIR ?= $(PREFIX)/libexec
@@ -68,13 +79,15 @@ WEB_PAGE = $(wildcard Sources/stepd-web/Public/*)
 .PHONY: install uninstall
 
 install:
-	@test -x $(BUILT)/stepd -a -x $(BUILT)/stepctl -a -x $(BUILT)/stepd-web || { echo "make install: no binaries in $(BUILT); run 'make build' (or pass CONFIG=debug)" >&2; exit 1; }
+	@test -x $(BUILT)/stepd || { echo "make install: no stepd in $(BUILT); run 'make build' (or pass CONFIG=debug)" >&2; exit 1; }
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(UDEVRULESDIR) \
 		$(DESTDIR)$(DATADIR)/stepd $(DESTDIR)$(DATADIR)/stepd-web $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 \
 		$(DESTDIR)$(SYSCONFDIR)/stepd
-	$(INSTALL) -m 0755 $(BUILT)/stepd $(BUILT)/stepctl $(BUILT)/stepd-web $(DESTDIR)$(BINDIR)/
+	$(INSTALL) -m 0755 -s --strip-program=$(STRIP) $(BUILT)/stepd $(DESTDIR)$(BINDIR)/stepd
+	ln -sfn stepd $(DESTDIR)$(BINDIR)/stepctl
+	ln -sfn stepd $(DESTDIR)$(BINDIR)/stepd-web
 	if [ -x "$(BACKTRACER)" ]; then $(INSTALL) -d $(DESTDIR)$(LIBEXECDIR)/stepd && \
-		$(INSTALL) -m 0755 $(BACKTRACER) $(DESTDIR)$(LIBEXECDIR)/stepd/swift-backtrace-static; \
+		$(INSTALL) -m 0755 -s --strip-program=$(STRIP) $(BACKTRACER) $(DESTDIR)$(LIBEXECDIR)/stepd/swift-backtrace-static; \
 	else echo "make install: no swift-backtrace-static (BACKTRACER=...): a crash of stepd will leave no backtrace" >&2; fi
 	# stepd-web.service is installed but not enabled: the dashboard is off until `systemctl enable --now stepd-web`.
 	for unit in stepd.service stepd.socket stepd-web.service; do \
@@ -89,9 +102,12 @@ install:
 	$(INSTALL) -m 0644 data/walk-inhand.csv.gz data/README.md $(DESTDIR)$(DATADIR)/stepd/
 	$(INSTALL) -m 0644 docs/man/stepd.8 $(DESTDIR)$(MANDIR)/man8/stepd.8
 	$(INSTALL) -m 0644 docs/man/stepctl.1 docs/man/stepd-web.1 $(DESTDIR)$(MANDIR)/man1/
-	$(INSTALL) -m 0644 docs/stepd.conf.example $(DESTDIR)$(SYSCONFDIR)/stepd/stepd.conf.example
+	# The configuration names the paths of this installation (the package's: /usr/share/stepd/...).
+	sed -e 's|/usr/local/share/|$(DATADIR)/|g' docs/stepd.conf.example > $(DESTDIR)$(SYSCONFDIR)/stepd/stepd.conf.example.tmp && \
+		chmod 0644 $(DESTDIR)$(SYSCONFDIR)/stepd/stepd.conf.example.tmp && \
+		mv $(DESTDIR)$(SYSCONFDIR)/stepd/stepd.conf.example.tmp $(DESTDIR)$(SYSCONFDIR)/stepd/stepd.conf.example
 	# An existing stepd.conf is the administrator's: never overwrite it.
-	test -e $(DESTDIR)$(SYSCONFDIR)/stepd/stepd.conf || $(INSTALL) -m 0644 docs/stepd.conf.example $(DESTDIR)$(SYSCONFDIR)/stepd/stepd.conf
+	test -e $(DESTDIR)$(SYSCONFDIR)/stepd/stepd.conf || $(INSTALL) -m 0644 $(DESTDIR)$(SYSCONFDIR)/stepd/stepd.conf.example $(DESTDIR)$(SYSCONFDIR)/stepd/stepd.conf
 	@if [ -z "$(DESTDIR)" ]; then \
 		echo "Installed. To start: systemd-sysusers; udevadm control --reload; systemctl daemon-reload;"; \
 		echo "  systemctl enable --now stepd.socket stepd.service   (see docs/service.md)"; \

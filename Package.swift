@@ -3,7 +3,10 @@
 //   StepAcquisition → StepProcessing, CIIO, CGPS, CZlib      (sources: replay, IIO, gpsd)
 //   StepService     → StepProcessing, StepProtocol, CMosquitto, CLibCrypto (engine, server, store, fleet; no libiio, no libgps)
 //   stepd           → StepAcquisition, StepService            (wires the chosen source to the engine)
-//   stepctl, stepd-web → StepProtocol                          (clients of the socket)
+//   StepctlCommands, StepdWebCommands → StepProtocol          (clients of the socket: Sources/stepctl, Sources/stepd-web)
+// One program, stepd, holds the three (a multi-call executable, as busybox): `stepctl` and `stepd-web` are links
+// to it, and it runs the one its name says (Sources/stepd/MultiCall.swift). So Swift's runtime and Foundation,
+// with ICU's data, are on a board once, not three times (docs/service.md, "The Debian package").
 import Foundation
 import PackageDescription
 
@@ -25,10 +28,6 @@ let daemonReleaseLinkFlags = [
     "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
     "-Xlinker", "--no-export-dynamic",
 ]
-// The clients (stepctl, stepd-web) are linked the same way, without the order file, so that a board installs them from
-// the Debian package (`make deb`) with no Swift toolchain: without -static-stdlib they load libswiftCore through a
-// RUNPATH into the toolchain's folder.
-let clientReleaseLinkFlags = daemonReleaseLinkFlags
 // STEPD_LINK_MAP=/path/stepd.map writes the linker's map of the daemon: scripts/bench-memory reads it to charge
 // stepd's resident pages to the libraries linked into it.
 let linkMap = ProcessInfo.processInfo.environment["STEPD_LINK_MAP"].flatMap { $0.isEmpty ? nil : $0 }
@@ -42,15 +41,13 @@ let package = Package(
     platforms: [.macOS(.v13)],
     products: [
         .executable(name: "stepd", targets: ["stepd"]),
-        .executable(name: "stepctl", targets: ["stepctl"]),
-        .executable(name: "stepd-web", targets: ["stepd-web"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
-        // Only stepd-web (the web dashboard) uses it; the daemon and stepctl never link it.
+        // Only stepd-web (the web dashboard) uses it; linked into the one program, it is never run by the daemon.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
@@ -87,21 +84,21 @@ let package = Package(
         ], path: "Sources/StepService"),
 
         .executableTarget(name: "stepd", dependencies: [
-            "StepAcquisition", "StepService", "Locking",
+            "StepAcquisition", "StepService", "Locking", "StepctlCommands", "StepdWebCommands",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/stepd", exclude: ["stepd.order"], linkerSettings: [
             .unsafeFlags(daemonLinkFlags, .when(platforms: [.linux], configuration: .release)),
         ]),
-        .executableTarget(name: "stepctl", dependencies: [
+        // stepctl's commands, run by stepd when it is called as stepctl.
+        .target(name: "StepctlCommands", dependencies: [
             "StepProtocol", "Locking",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
-        ], path: "Sources/stepctl", linkerSettings: [
-            .unsafeFlags(clientReleaseLinkFlags, .when(platforms: [.linux], configuration: .release)),
-        ]),
+        ], path: "Sources/stepctl"),
         // The web dashboard: a client of the socket serving one page over HTTP (docs/web.md). Its page lives in
         // Public/ and is installed under share/stepd-web, not compiled in, so that it can be read and changed.
-        .executableTarget(name: "stepd-web", dependencies: [
+        // Run by stepd when it is called as stepd-web.
+        .target(name: "StepdWebCommands", dependencies: [
             "StepProtocol", "Locking",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -113,9 +110,7 @@ let package = Package(
             .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
-        ], path: "Sources/stepd-web", exclude: ["Public"], linkerSettings: [
-            .unsafeFlags(clientReleaseLinkFlags, .when(platforms: [.linux], configuration: .release)),
-        ]),
+        ], path: "Sources/stepd-web", exclude: ["Public"]),
 
         // What the test targets share (a seeded generator); not part of the product.
         .target(name: "TestSupport", path: "Tests/TestSupport"),

@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import StepProtocol
 
-@main
 struct StepCtl: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stepctl",

@@ -8,7 +8,6 @@ import StepProtocol
 
 /// stepd-web: the seeds' screens in a browser. A client of stepd's socket that serves one page over HTTP
 /// (docs/web.md); a separate program, so that the daemon stays small.
-@main
 struct StepdWeb: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stepd-web",

@@ -1,7 +1,6 @@
 import ArgumentParser
 import StepProtocol
 
-@main
 struct Stepd: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stepd",

@@ -128,12 +128,14 @@ final class OptionDeclarationTests: XCTestCase {
     }
 
     /// Where stepd(8) sends a reader for the pressure file's format, that format is: the first page named after
-    /// `walk.pressure.csv` documents its `t,p_kpa` header (it once named docs/analysis.md, which does not).
+    /// `walk.pressure.csv` documents its `t,p_kpa` header (it once named docs/analysis.md, which does not). The
+    /// man page names it where the package installs it, /usr/share/doc/stepd/ (debian/stepd.docs: docs/*.md).
     func testTheManPageNamesThePageWithThePressureFileFormat() throws {
         let text = try String(contentsOf: Binaries.repository.appendingPathComponent("docs/man/stepd.8"), encoding: .utf8)
         let mention = try XCTUnwrap(text.range(of: "walk.pressure.csv"), "stepd(8) mentions the pressure file")
-        let named = try XCTUnwrap(text.range(of: #"docs/[a-z-]+\.md"#, options: .regularExpression, range: mention.upperBound..<text.endIndex))
-        let page = try String(contentsOf: Binaries.repository.appendingPathComponent(String(text[named])), encoding: .utf8)
-        XCTAssertTrue(page.contains("t,p_kpa\n"), "\(text[named]) does not document the t,p_kpa format")
+        let named = try XCTUnwrap(text.range(of: #"/usr/share/doc/stepd/[a-z-]+\.md"#, options: .regularExpression, range: mention.upperBound..<text.endIndex))
+        let file = "docs/" + String(text[named].dropFirst("/usr/share/doc/stepd/".count))
+        let page = try String(contentsOf: Binaries.repository.appendingPathComponent(file), encoding: .utf8)
+        XCTAssertTrue(page.contains("t,p_kpa\n"), "\(file) does not document the t,p_kpa format")
     }
 }

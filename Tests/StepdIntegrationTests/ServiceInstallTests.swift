@@ -45,6 +45,25 @@ final class ServiceInstallTests: XCTestCase {
             "/etc/stepd/stepd.conf", "/etc/stepd/stepd.conf.example",
         ])
         XCTAssertTrue(FileManager.default.isExecutableFile(atPath: destdir + "/usr/bin/stepd"))
+        // One program: stepctl and stepd-web are links to stepd, which runs the one it is called as.
+        for name in ["stepctl", "stepd-web"] {
+            XCTAssertEqual(try? FileManager.default.destinationOfSymbolicLink(atPath: destdir + "/usr/bin/" + name), "stepd", name)
+        }
+        let client = try runCommand(destdir + "/usr/bin/stepctl", ["--help"])
+        XCTAssertTrue(client.stdout.contains("USAGE: stepctl"), client.stdout + client.stderr)
+        let web = try runCommand(destdir + "/usr/bin/stepd-web", ["--help"])
+        XCTAssertTrue(web.stdout.contains("USAGE: stepd-web"), web.stdout + web.stderr)
+        // Installed stripped: no symbol table (make install STRIP=true keeps it).
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/readelf") {
+            let sections = try runCommand("/usr/bin/readelf", ["-S", "-W", destdir + "/usr/bin/stepd"])
+            XCTAssertEqual(sections.status, 0, sections.stderr)
+            XCTAssertFalse(sections.stdout.contains(".symtab"), "the installed stepd has a symbol table: not stripped")
+            XCTAssertFalse(sections.stdout.contains(".debug_info"), "the installed stepd has debug information")
+        }
+        // The configuration names this installation's paths, not /usr/local's.
+        let conf = try String(contentsOfFile: destdir + "/etc/stepd/stepd.conf", encoding: .utf8)
+        XCTAssertTrue(conf.contains("\n#replay = /usr/share/stepd/walk-inhand.csv.gz\n"), conf)
+        XCTAssertFalse(conf.contains("/usr/local"), conf)
         let unit = try String(contentsOfFile: destdir + "/usr/lib/systemd/system/stepd.service", encoding: .utf8)
         XCTAssertTrue(unit.contains("\nExecStart=/usr/bin/stepd --config /etc/stepd/stepd.conf\n"), unit)
         for directive in ["Type=notify", "WatchdogSec=30", "Restart=on-failure", "RestartPreventExitStatus=64 65 66 78",

@@ -15,8 +15,23 @@ enum Binaries {
     }
 
     static var stepd: String { productsDirectory.appendingPathComponent("stepd").path }
-    static var stepctl: String { productsDirectory.appendingPathComponent("stepctl").path }
-    static var stepdWeb: String { productsDirectory.appendingPathComponent("stepd-web").path }
+    static var stepctl: String { linkedProgram("stepctl") }
+    static var stepdWeb: String { linkedProgram("stepd-web") }
+
+    /// stepctl and stepd-web are links to stepd, which runs the one its name says (Sources/stepd/MultiCall.swift).
+    /// SwiftPM builds only stepd; scripts/link-programs makes the links after `make build` and in scripts/test,
+    /// and a test run by `swift test` alone makes them here, replacing a program an older build left there.
+    private static func linkedProgram(_ name: String) -> String {
+        let path = productsDirectory.appendingPathComponent(name).path
+        if (try? FileManager.default.destinationOfSymbolicLink(atPath: path)) != "stepd",
+           FileManager.default.isExecutableFile(atPath: stepd) {
+            let temporary = path + ".link-\(getpid())"
+            try? FileManager.default.removeItem(atPath: temporary)
+            // A rename replaces the old file at once: a test in another process never finds the name missing.
+            if symlink("stepd", temporary) == 0, rename(temporary, path) != 0 { unlink(temporary) }
+        }
+        return path
+    }
 
     /// The repository root, from this file's place in it.
     static var repository: URL {

@@ -21,7 +21,12 @@ final class Daemon {
         // Each daemon keeps its history in its own folder, never in /var/lib/stepd, so a count never leaks
         // from one test (or a previous run) into another.
         let state = arguments.contains("--state-dir") ? [] : ["--state-dir", self.directory.file("state")]
-        process.arguments = arguments + state + ["--socket", socketPath]
+        // A daemon given no gpsd would read localhost:2947, where the machine's own gpsd may serve a real receiver
+        // (scripts/setup leaves system services alone): it gets a loopback port nobody listens on instead, as on a
+        // machine without gpsd.
+        let choosesGPS = arguments.contains { $0 == "--no-gps" || $0 == "--demo" || $0.hasPrefix("--gpsd") || $0.hasPrefix("--config") }
+        let gps = choosesGPS ? [] : ["--gpsd", "127.0.0.1:\(GPSDFake.freePort())"]
+        process.arguments = arguments + state + gps + ["--socket", socketPath]
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = log
         process.standardError = log

@@ -173,6 +173,19 @@ final class GPSDTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(status["last_fix_age_s"] as? Double ?? 0, 10)
         let line = try runCommand(Binaries.stepctl, ["--socket", daemon.socketPath, "status"], timeout: 20).stdout
         XCTAssertTrue(line.contains("gps:      stale via gpsd"), line)
+        // The journal says each change once (docs/gps.md): fix, then stale, then fix again when the receiver
+        // speaks; STATUS asked many times meanwhile adds nothing.
+        try pollUntil("the log to say stale", timeout: 10, every: 0.1, detail: daemon.log) { daemon.log.contains("gps: stale") }
+        fake.send(sentences: 30)
+        try daemon.waitUntil(timeout: 20, "a fix again") { Self.gps($0)["state"] as? String == "fix" }
+        try pollUntil("the log to say fix again", timeout: 10, every: 0.1, detail: daemon.log) {
+            daemon.log.components(separatedBy: "gps: fix").count - 1 == 2
+        }
+        let states = daemon.log.split(separator: "\n").compactMap { line -> String? in
+            guard let range = line.range(of: "gps: ") else { return nil }
+            return String(line[range.upperBound...].prefix { $0 != ":" && $0 != " " })
+        }
+        XCTAssertEqual(states.filter { $0 != "unavailable" }, ["no_fix", "fix", "stale", "fix"], daemon.log)
     }
 
     func testSatellitesUsedAreTheEpochsForTheQuectelLog() throws {

@@ -38,6 +38,10 @@ struct EngineState {
     var locationTracker: LocationTracker
     /// Why the saved track and visits could not be read at start; nil when they were (or none was asked for).
     var locationRestoreError: String?
+    /// The GPS state the journal last said (`stale` included, which only a deadline notices), and the
+    /// deadline that fires when a fix grows stale (Engine+Location.swift).
+    var gpsLoggedState: String?
+    var gpsStaleDeadline: QuietDeadline?
 
     init(configuration: Engine.Configuration, calendar: Calendar) {
         pipeline = StepPipeline(detector: configuration.detector.make(sampleRateHz: configuration.rateHz),

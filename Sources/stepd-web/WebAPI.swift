@@ -29,9 +29,11 @@ struct WebAPI: Sendable {
         router.get("/api/events") { _, _ in await events() }
         // Every /api reply is JSON (docs/web.md), a path that names nothing too, with the list of those that do.
         for method in [HTTPRequest.Method.get, .post, .put, .delete, .patch] {
-            router.on("/api/**", method: method) { request, _ in
-                failure(.notFound, "no such API: \(request.method) \(request.uri.path); see docs/web.md for /api/config, /api/status, "
-                        + "/api/steps, /api/position, /api/track, /api/visits, /api/history, /api/events, POST /api/reset")
+            for path in ["/api", "/api/**"] {
+                router.on(RouterPath(path), method: method) { request, _ in
+                    failure(.notFound, "no such API: \(request.method) \(request.uri.path); see docs/web.md for /api/config, /api/status, "
+                            + "/api/steps, /api/position, /api/track, /api/visits, /api/history, /api/events, POST /api/reset")
+                }
             }
         }
     }

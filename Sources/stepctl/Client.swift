@@ -193,7 +193,11 @@ struct DaemonFollower: Sendable {
     }
     var back: @Sendable () -> Void = { Output.error("stepctl: connected to stepd again\n") }
     var notUp: @Sendable (ClientError) -> Void = { error in
-        Output.error("stepctl: \(error); waiting for stepd to start (--once to exit instead)\n")
+        guard case .cannotConnect(let path, let reason) = error else {
+            return Output.error("stepctl: \(error); waiting for stepd to start (--once to exit instead)\n")
+        }
+        Output.error("stepctl: stepd is not up at \(path) yet (\(reason.prefix(1).lowercased() + reason.dropFirst())); "
+                     + "waiting for stepd to start (--once to exit instead)\n")
     }
     var up: @Sendable () -> Void = { Output.error("stepctl: connected to stepd\n") }
 

@@ -61,9 +61,15 @@ public struct GPSStatus: Codable, Sendable, Equatable {
     public var last_fix_age_s: Double?
     /// Why the track and visits saved by earlier runs could not be read at start (absent when they were).
     public var restore_error: String?
+    /// Accepted fixes kept out of the path because their eph was over `track_max_eph_m` (also sent).
+    public var fixes_over_max_eph: Int?
+    public var track_max_eph_m: Double?
     public init(state: String, error: String?, gpsd: String, fixes_accepted: Int, fixes_ignored: Int,
-                fixes_rejected: Int = 0, connections: Int, last_fix_age_s: Double?, restore_error: String? = nil) {
+                fixes_rejected: Int = 0, connections: Int, last_fix_age_s: Double?, restore_error: String? = nil,
+                fixes_over_max_eph: Int? = nil, track_max_eph_m: Double? = nil) {
         self.restore_error = restore_error
+        self.fixes_over_max_eph = fixes_over_max_eph
+        self.track_max_eph_m = track_max_eph_m
         self.state = state
         self.error = error
         self.gpsd = gpsd

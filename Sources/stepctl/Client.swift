@@ -47,6 +47,13 @@ enum ClientError: Error, CustomStringConvertible {
         }
     }
 
+    /// No daemon listens at the path yet (no socket file, or nobody accepting on it): what a watcher started
+    /// before stepd (at boot, or in another terminal) meets. A path that can never be a socket is not this.
+    var isDaemonNotUp: Bool {
+        guard case .cannotConnect(_, let reason) = self else { return false }
+        return [ENOENT, ECONNREFUSED].contains { reason == String(cString: strerror($0)) }
+    }
+
     /// The group that owns the socket at `path` (stepd under systemd: stepd.socket's SocketGroup), or "stepd"
     /// when the path cannot be examined (a directory this user may not search) or the group is root's (a
     /// daemon started by hand as root), to which nobody should be added.
@@ -176,6 +183,7 @@ final class Client: Sendable {
 /// What `watch` and `graph` do when the daemon goes away: a `systemctl restart stepd` closes every connection,
 /// and a watcher that ended with it would have to be restarted by hand. They connect again, every half
 /// second, until the daemon is back, and say so once on standard error; `--once` ends them instead (69).
+/// Started before the daemon (no socket yet, or nobody listening), they wait for it in the same way.
 struct DaemonFollower: Sendable {
     let options: ConnectionOptions
     let watch: Request
@@ -184,9 +192,18 @@ struct DaemonFollower: Sendable {
         Output.error("stepctl: \(error); waiting for stepd to come back (--once to exit instead)\n")
     }
     var back: @Sendable () -> Void = { Output.error("stepctl: connected to stepd again\n") }
+    var notUp: @Sendable (ClientError) -> Void = { error in
+        guard case .cannotConnect(let path, let reason) = error else {
+            return Output.error("stepctl: \(error); waiting for stepd to start (--once to exit instead)\n")
+        }
+        Output.error("stepctl: stepd is not up at \(path) yet (\(reason.prefix(1).lowercased() + reason.dropFirst())); "
+                     + "waiting for stepd to start (--once to exit instead)\n")
+    }
+    var up: @Sendable () -> Void = { Output.error("stepctl: connected to stepd\n") }
 
     /// Connects, sends WATCH and hands the connection to `events`, which reads until it throws; again after a
-    /// lost connection. The first connection's failure, a daemon's ERROR, or any failure with `once`, is thrown.
+    /// lost connection, or while no daemon is up yet. A daemon's ERROR, a first connection that cannot be made
+    /// for another reason (permission, a path too long), or any failure with `once`, is thrown.
     /// `first`: a connection already watching, to start with.
     func run(first: Client? = nil, _ events: (Client) throws -> Void) throws -> Never {
         var connectedBefore = false, waiting = false
@@ -201,12 +218,13 @@ struct DaemonFollower: Sendable {
                     client = try options.connect()
                     _ = try client.request(watch, expecting: WatchMessage.self)
                 }
-                if waiting { back() }
+                if waiting { connectedBefore ? back() : up() }
                 waiting = false
                 connectedBefore = true
                 try events(client)
-            } catch let error as ClientError where connectedBefore && !once && error.isConnectionLoss {
-                if !waiting { lost(error) }
+            } catch let error as ClientError
+                        where !once && (connectedBefore ? error.isConnectionLoss : error.isDaemonNotUp) {
+                if !waiting { connectedBefore ? lost(error) : notUp(error) }
                 waiting = true
                 usleep(500_000)
             }

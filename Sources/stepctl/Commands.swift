@@ -13,17 +13,13 @@ struct Status: ParsableCommand {
         emit("stepd \(status.release), up \(number(status.uptime_s, decimals: 0)) s")
         emit("source:   \(source.description) [\(source.kind)]: \(withError(source.state, source.error))")
         emit("detector: \(status.detector)")
+        if let steps = status.steps { emit("counting: \(describe(counting: steps))") }
         emit("rate:     \(number(status.rate_in_hz)) Hz in, \(number(status.rate_out_hz)) Hz out; "
              + "\(status.samples_in) samples in, \(status.samples_out) out")
         emit("clients:  \(status.clients)")
         emit("gps:      \(describe(gps: status.gps))")
         if let barometer = status.barometer {
-            let name = barometer.description.isEmpty ? "none" : "\(barometer.description) [\(barometer.kind)]"
-            var line = "barometer: \(name): \(withError(barometer.state, barometer.error))"
-            if let rate = barometer.rate_hz { line += ", \(number(rate)) Hz" }
-            if let kpa = barometer.pressure_kpa { line += ", \(number(kpa, decimals: 3)) kPa" }
-            if let height = status.relative_altitude_m { line += ", \(number(height, decimals: 1)) m since start" }
-            emit(line)
+            emit(barometerLine(barometer, heightMeters: status.relative_altitude_m))
         }
         if let store = status.store {
             emit("store:    \(store.path): \(withError(store.state, store.error)), keeps \(store.retention_days) days")
@@ -31,10 +27,43 @@ struct Status: ParsableCommand {
         if let mqtt = status.mqtt { emit("mqtt:     \(describe(mqtt: mqtt))") }
     }
 
-    /// "failed (cannot open ...)": a state and, when it has one, its reason.
-    private func withError(_ state: String, _ error: String?) -> String {
-        error.map { "\(state) (\($0))" } ?? state
+    /// The `barometer` line: a sensor and its readings only when there is one. While stepd looks for one
+    /// that never came (a board without one), the polling rate it would use is no reading to show.
+    private func barometerLine(_ barometer: BarometerStatus, heightMeters: Double?) -> String {
+        if barometer.kind == "none" { return "barometer: none (no floors)" }
+        if barometer.state == "waiting", barometer.pressure_kpa == nil {
+            return "barometer: none found (no floors until one appears; --no-barometer stops the search)"
+        }
+        let name = barometer.description.isEmpty ? barometer.kind : "\(barometer.description) [\(barometer.kind)]"
+        var line = "barometer: \(name): \(withError(barometer.state, barometer.error))"
+        if let rate = barometer.rate_hz { line += ", \(number(rate)) Hz" }
+        if let kpa = barometer.pressure_kpa { line += ", \(number(kpa, decimals: 3)) kPa" }
+        if let height = heightMeters { line += ", \(number(height, decimals: 1)) m since start" }
+        return line
     }
+}
+
+/// "failed (cannot open ...)": a state and, when it has one, its reason.
+func withError(_ state: String, _ error: String?) -> String {
+    error.map { "\(state) (\($0))" } ?? state
+}
+
+/// Who counts the steps now, in words: the accelerometer's samples through the detector, or the sensor's own
+/// counter (`--sensor-step-counter`, while capture is off).
+func describe(counting steps: StepCountingStatus) -> String {
+    let who = steps.counting == "sensor" ? "the sensor's own step counter" : "the step detector (accelerometer samples)"
+    switch steps.sensor_counter {
+    case "off": return who
+    case "no counter": return who + "; the sensor has no counter of its own (--sensor-step-counter asked for one)"
+    default: return who + "; sensor counter \(steps.sensor_counter)"
+    }
+}
+
+/// A pace as phones and watches show it: minutes and seconds per kilometre ("12:30 min/km").
+func pace(secondsPerMeter: Double) -> String {
+    guard secondsPerMeter.isFinite, secondsPerMeter > 0 else { return "-" }
+    let seconds = Int((secondsPerMeter * 1000).rounded())
+    return String(format: "%d:%02d min/km", seconds / 60, seconds % 60)
 }
 
 /// The `mqtt` line of `stepctl status`: the link, and what waits in the outbox.
@@ -66,7 +95,7 @@ func printSteps(_ s: StepsMessage) {
     emit("\(s.today == nil ? "" : "since reset: ")\(s.steps) steps since \(s.since) (\(s.activity))")
     emit("cadence \(number(s.cadence_spm, decimals: 0)) steps/min, distance \(number(s.distance_m)) m "
          + "(stride \(number(s.stride_m, decimals: 2)) m, detector \(s.detector))")
-    if let pace = s.average_active_pace_s_per_m { emit(String(format: "average active pace %.2f s/m", pace)) }
+    if let seconds = s.average_active_pace_s_per_m { emit("average active pace \(pace(secondsPerMeter: seconds))") }
     if let up = s.floors_ascended { emit("floors: \(up) up, \(s.floors_descended ?? 0) down") }
     if let hardware = s.hardware_steps { emit("sensor's own step counter: \(hardware)") }
 }
@@ -85,7 +114,7 @@ struct Reset: ParsableCommand {
 struct Watch: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print events as they happen until interrupted.",
-        discussion: "When the daemon restarts, watch waits for it and goes on (a note on standard error); --once exits instead.")
+        discussion: "When the daemon is not up yet or restarts, watch waits for it and goes on (a note on standard error); --once exits instead (69).")
     @OptionGroup var options: ConnectionOptions
 
     /// The protocol's default (everything but MOTION, which comes 10 to 60 times a second: `--classes MOTION` or
@@ -95,7 +124,7 @@ struct Watch: ParsableCommand {
     @Option(help: "Classes to watch, comma-separated (default: \(Self.defaultClasses.joined(separator: ",")); MOTION only when named).")
     var classes: String?
 
-    @Flag(help: "Exit (69) when the daemon closes the connection, instead of waiting for it to come back.")
+    @Flag(help: "Exit (69) when the daemon is not up or closes the connection, instead of waiting for it.")
     var once = false
 
     func run() throws {
@@ -127,7 +156,7 @@ func describe(event: DaemonEvent) -> String {
     case .pedometer(let s):
         var line = "\(s.end)  PEDOMETER  \(s.steps) steps, \(number(s.distance_m)) m, "
             + "\(number(s.current_cadence_spm, decimals: 0)) steps/min"
-        if let pace = s.current_pace_s_per_m { line += String(format: ", pace %.2f s/m", pace) }
+        if let seconds = s.current_pace_s_per_m { line += ", pace \(pace(secondsPerMeter: seconds))" }
         if let up = s.floors_ascended { line += ", floors +\(up)/-\(s.floors_descended ?? 0)" }
         return line
     case .bout(let b):

@@ -137,18 +137,30 @@ struct SeismometerChart {
     var note: String?
     private var latest = (vertical: 0.0, pitch: 0.0, roll: 0.0, vibration: 0.0)
 
+    /// The smallest terminal the chart fits: three rows of trace besides the title, the 8-row gauge and the two
+    /// lines below it; the readings line in its short form. A smaller one gets a line saying what is needed.
+    static let minimumColumns = 40, minimumRows = 15
+    /// The terminal's own size, for the message of one too small.
+    private var terminal: (columns: Int, rows: Int)
+
     init(width: Int, height: Int, fullScale: Double) {
-        self.width = max(40, min(width, 200))
-        self.height = max(20, min(height, 60))
+        terminal = (width, height)
+        self.width = max(Self.minimumColumns, min(width, 200))
+        self.height = max(Self.minimumRows, min(height, 60))
         self.fullScale = fullScale
     }
 
     /// Follows the terminal's new size; the newest samples that still fit are kept.
     mutating func resize(width: Int, height: Int) {
-        self.width = max(40, min(width, 200))
-        self.height = max(20, min(height, 60))
+        terminal = (width, height)
+        self.width = max(Self.minimumColumns, min(width, 200))
+        self.height = max(Self.minimumRows, min(height, 60))
         if values.count > self.width - 8 { values.removeFirst(values.count - (self.width - 8)) }
     }
+
+    /// Whether the chart fits the terminal; when not, `render` says how large it must be instead of drawing
+    /// a chart whose title and last lines the terminal would cut.
+    var fits: Bool { terminal.columns >= Self.minimumColumns && terminal.rows >= Self.minimumRows }
 
     mutating func add(vertical: Double, pitch: Double, roll: Double, vibration: Double) {
         values.append(vertical)
@@ -157,9 +169,12 @@ struct SeismometerChart {
     }
 
     func render() -> [String] {
+        guard fits else { return tooSmall() }
         let chartRows = height - 12
         var lines: [String] = []
-        lines.append(pad(String(format: " stepd seismometer: vertical acceleration, full scale ±%.1f m/s²", fullScale)))
+        lines.append(pad(fitting([String(format: " stepd seismometer: vertical acceleration, full scale ±%.1f m/s²", fullScale),
+                                  String(format: " stepd seismometer: vertical, ±%.1f m/s²", fullScale),
+                                  String(format: " vertical acceleration ±%.1f m/s²", fullScale)])))
         var grid = Array(repeating: Array(repeating: Character(" "), count: width - 8), count: chartRows)
         let middle = chartRows / 2
         for c in 0..<(width - 8) { grid[middle][c] = "·" }
@@ -180,11 +195,41 @@ struct SeismometerChart {
             lines.append(pad(label + "┤" + String(row)))
         }
         lines.append(contentsOf: gauge(rows: 8))
-        lines.append(pad(String(format: " vertical %+6.2f m/s²   pitch %+6.1f°   roll %+6.1f°   vibration %5.3f m/s²",
-                                latest.vertical, latest.pitch, latest.roll, latest.vibration)))
+        lines.append(pad(fitting([
+            String(format: " vertical %+6.2f m/s²   pitch %+6.1f°   roll %+6.1f°   vibration %5.3f m/s²",
+                   latest.vertical, latest.pitch, latest.roll, latest.vibration),
+            String(format: " vertical %+.2f m/s² pitch %+.0f° roll %+.0f° vibration %.3f",
+                   latest.vertical, latest.pitch, latest.roll, latest.vibration),
+            String(format: " vert %+.2f pitch %+.0f° roll %+.0f° vib %.3f",
+                   latest.vertical, latest.pitch, latest.roll, latest.vibration),
+        ])))
         lines.append(pad(note.map { " \($0) · Ctrl-C to quit" } ?? " Ctrl-C to quit"))
         while lines.count < height { lines.append(pad("")) }
         return Array(lines.prefix(height))
+    }
+
+    /// The first of `texts` (longest first) that fits the width, else the last, cut.
+    private func fitting(_ texts: [String]) -> String {
+        texts.first { $0.count <= width } ?? texts[texts.count - 1]
+    }
+
+    /// What a terminal smaller than the chart shows: its size and the size needed, on as many of its lines as
+    /// it has, each cut to its width.
+    private func tooSmall() -> [String] {
+        let columns = max(1, terminal.columns), rows = max(1, terminal.rows)
+        let words = ["stepctl graph needs a terminal of at least \(Self.minimumColumns)x\(Self.minimumRows);",
+                     "this one is \(terminal.columns)x\(terminal.rows).", "Enlarge it, or Ctrl-C to quit."]
+        var lines: [String] = []
+        for text in words {
+            var rest = Substring(text)
+            while !rest.isEmpty {
+                lines.append(String(rest.prefix(columns)))
+                rest = rest.dropFirst(columns)
+            }
+        }
+        let shown = Array(lines.prefix(rows))
+        return shown.map { $0 + String(repeating: " ", count: max(0, columns - $0.count)) }
+            + Array(repeating: String(repeating: " ", count: columns), count: max(0, rows - shown.count))
     }
 
     /// A half dial with a needle: left is -full scale, up is 0, right is +full scale.

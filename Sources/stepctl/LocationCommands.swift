@@ -18,7 +18,7 @@ struct Position: ParsableCommand {
 /// `--from`/`--to`/`--today`: the saved history instead of the path kept since the daemon started. Times are
 /// read as `history` reads them (History.parseSince, History.parseUntil): dates are the daemon's days.
 struct StoredRangeOptions: ParsableArguments {
-    @Option(help: "Read the saved history from this time instead of the path kept in memory: a local date (2026-11-26), 7d (today and 6 days before), 12h, 90m, or an ISO-8601 time.")
+    @Option(help: "Read the saved history from this time: a local date (2026-11-26), 7d (today and 6 days before), 12h, 90m, or an ISO-8601 time. Without --from or --today: the current path (continued across restarts, at most its last 86,400 points).")
     var from: String?
 
     @Option(help: "The end of the saved range: a local date (through the end of that day) or an ISO-8601 time (default now).")
@@ -79,8 +79,27 @@ struct Track: ParsableCommand {
             Output.write(format == .geojson ? track.document + "\n" : track.document)
             return
         }
-        if track.points == 0 { return emit("no track yet") }
+        if track.points == 0 {
+            let ranged = range.today || range.from != nil || range.to != nil
+            return emit(ranged ? "no track in that range" : "no track yet" + (try whyNoTrack().map { ": \($0)" } ?? ""))
+        }
         emit("\(number(track.distance_m)) m over \(track.points) points, \(track.start ?? "-") to \(track.end ?? "-")")
+    }
+}
+
+extension Track {
+    /// Why the current path is empty, from STATUS's `gps`: GPS off, no fix yet, or fixes too uncertain for the
+    /// path (with the key that admits them). Nil when STATUS says nothing more.
+    func whyNoTrack() throws -> String? {
+        let status = try exitOnError { try options.connect().request(Request(command: .status), expecting: StatusMessage.self).reply }
+        guard let gps = status.gps else { return nil }
+        if gps.state == "unavailable", gps.error?.hasPrefix("GPS disabled") == true { return "GPS is off (--no-gps)" }
+        if let over = gps.fixes_over_max_eph, over > 0, let limit = gps.track_max_eph_m {
+            return "\(over) of \(gps.fixes_accepted) fixes were less certain than track_max_eph_m (eph over \(number(limit, decimals: 0)) m) "
+                + "and stay out of the path; to keep them, raise track_max_eph_m in stepd.conf (or --track-max-eph-m)"
+        }
+        if gps.fixes_accepted == 0 { return "no fix from gpsd yet (gps: \(describe(gps: gps)))" }
+        return nil
     }
 }
 

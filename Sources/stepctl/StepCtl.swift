@@ -15,8 +15,14 @@ struct StepCtl: ParsableCommand {
         // A daemon that closes the connection is an error to report (Client), never a SIGPIPE death.
         signal(SIGPIPE, SIG_IGN)
         refuseOverlongArguments()
-        main(GlobalOptions.movedAfterCommand(Array(CommandLine.arguments.dropFirst()),
-                                             commands: configuration.subcommands.compactMap { $0.configuration.commandName ?? defaultName(of: $0) }))
+        let commands = configuration.subcommands.compactMap { $0.configuration.commandName ?? defaultName(of: $0) }
+        let arguments = GlobalOptions.movedAfterCommand(Array(CommandLine.arguments.dropFirst()), commands: commands)
+        if let first = GlobalOptions.firstWord(arguments),
+           let message = CommandSuggestion.message(program: "stepctl", word: first, commands: commands) {
+            Output.error(message + "\n")
+            Foundation.exit(ExitStatus.usage.rawValue)
+        }
+        main(arguments)
     }
 
     /// No value stepctl takes is longer than PATH_MAX less its NUL. A longer argument is refused before
@@ -73,6 +79,23 @@ enum GlobalOptions {
             }
         }
         return arguments
+    }
+
+    /// The first argument that is neither a global option nor its value: the command, or what was typed for it.
+    static func firstWord(_ arguments: [String]) -> String? {
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            let name = String(argument.split(separator: "=", maxSplits: 1).first ?? "")
+            if flags.contains(argument) {
+                index += 1
+            } else if withValue.contains(name) {
+                index += argument.contains("=") ? 1 : 2
+            } else {
+                return argument
+            }
+        }
+        return nil
     }
 }
 

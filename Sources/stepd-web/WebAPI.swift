@@ -27,6 +27,15 @@ struct WebAPI: Sendable {
         router.get("/api/history") { request, _ in await checked { try await history(request) } }
         router.post("/api/reset") { request, _ in await reset(request) }
         router.get("/api/events") { _, _ in await events() }
+        // Every /api reply is JSON (docs/web.md), a path that names nothing too, with the list of those that do.
+        for method in [HTTPRequest.Method.get, .post, .put, .delete, .patch] {
+            for path in ["/api", "/api/**"] {
+                router.on(RouterPath(path), method: method) { request, _ in
+                    failure(.notFound, "no such API: \(request.method) \(request.uri.path); see docs/web.md for /api/config, /api/status, "
+                            + "/api/steps, /api/position, /api/track, /api/visits, /api/history, /api/events, POST /api/reset")
+                }
+            }
+        }
     }
 
     /// A request whose query was checked: a bad value (QueryError) is answered 400 here, never sent on.
@@ -91,9 +100,14 @@ struct WebAPI: Sendable {
         }
         guard let given, Self.constantTimeEqual(given, token) else {
             logger.notice("reset refused: \(given == nil ? "no token" : "wrong token")")
+            // RFC 6750: a request without credentials gets the challenge alone; a wrong token invalid_token.
             var headers = HTTPFields()
-            headers[.wwwAuthenticate] = "Bearer realm=\"stepd-web\""
-            return failure(.unauthorized, "reset needs the token (Authorization: Bearer TOKEN)", headers: headers)
+            headers[.wwwAuthenticate] = given == nil ? "Bearer realm=\"stepd-web\""
+                : "Bearer realm=\"stepd-web\", error=\"invalid_token\""
+            let message = given == nil
+                ? "reset needs the token: enter the line of stepd-web's --token-file (HTTP: Authorization: Bearer TOKEN)"
+                : "wrong token: it is not the line in stepd-web's --token-file; check it and try again"
+            return failure(.unauthorized, message, headers: headers)
         }
         return await proxy(["cmd": .string("reset")])
     }

@@ -25,6 +25,12 @@ extension Stepd {
             Foundation.exit(ExitStatus.usage.rawValue)
         }
         if let help = topLevelHelp(arguments) { return print(help) }
+        // `stepd analyse x` would reach `run` (the default command) as an unexpected argument.
+        let commands = configuration.subcommands.map { $0._commandName }
+        if let first = arguments.first, let message = CommandSuggestion.message(program: "stepd", word: first, commands: commands) {
+            FileHandle.standardError.write(Data((message + "\n").utf8))
+            Foundation.exit(ExitStatus.usage.rawValue)
+        }
         main(nil)
     }
 }

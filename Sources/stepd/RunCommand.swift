@@ -95,11 +95,17 @@ struct Run: ParsableCommand {
         let barometer = Held<IIOBarometerSource>()
         let iio = self.iio
 
+        // Whether the daemon got as far as serving: a start that fails (another daemon on the socket) undoes
+        // what it started without the goodbyes of a daemon that ran ("stopped ... saved", "demo over"), so that
+        // its one line is the reason.
+        let served = Held<Bool>()
         var parts: [Lifecycle.Part] = []
-        if let demoState { parts.append(Lifecycle.Part("the demo's state directory", stop: { demoState.remove() })) }
+        if let demoState {
+            parts.append(Lifecycle.Part("the demo's state directory", stop: { demoState.remove(announce: served.value == true) }))
+        }
         // The last commit is what SIGTERM must not lose: the longest budget of all.
         parts.append(Lifecycle.Part("store", stopBudgetSeconds: 8, start: { try runtime.openStore() },
-                                    stop: { runtime.closeStore() }))
+                                    stop: { runtime.closeStore(announce: served.value == true) }))
         // After the store, which restores the count into it; stopped before the store closes, so that every
         // step handed over reaches it.
         parts.append(Lifecycle.Part("engine", start: { engine.attach(source: source.source) }, stop: { engine.drain() }))
@@ -141,6 +147,7 @@ struct Run: ParsableCommand {
             print("stepd: try   stepctl --socket \(socketPath) steps")
             print("stepd:  or   echo '{\"cmd\":\"steps\"}' | socat - UNIX-CONNECT:\(socketPath)")
             fflush(nil)
+            served.value = true
             runtime.notifyReady(server: serving)
         }, stop: { runtime.notifyStopping() }))
 

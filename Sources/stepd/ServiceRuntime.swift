@@ -103,8 +103,11 @@ final class ServiceRuntime: Sendable {
 
     /// The last thing a clean stop does, once the sources, the server and the engine's queue have stopped:
     /// commits the last steps so that SIGTERM loses none.
-    func closeStore() {
-        if let saved = store.close() {
+    /// `announce`: false when the daemon never served (a failed start), whose reason is the line to read.
+    func closeStore(announce: Bool = true) {
+        let saved = store.close()
+        guard announce else { return }
+        if let saved {
             print("stepd: stopped; \(saved.steps) steps since \(Timestamp.string(saved.since)) saved to \(store.configuration.path)")
         } else {
             print("stepd: stopped; the count (\(engine.snapshot.steps) steps) could not be saved: \(store.status.error ?? "store unavailable")")

@@ -94,8 +94,9 @@ final class DemoStateDirectory: Sendable {
         path = String(cString: made)
     }
 
-    func remove() {
+    func remove(announce: Bool = true) {
         try? FileManager.default.removeItem(atPath: path)
+        guard announce else { return }
         print("stepd: demo over; its throwaway history \(path) is removed")
         fflush(nil)
     }

@@ -114,6 +114,18 @@ final class FixGatePlausibilityTests: XCTestCase {
         XCTAssertEqual(gate.judge(fix(second: 42)), .accepted)
     }
 
+    /// docs/gps.md's count: a 1 Hz receiver dated 1024 weeks ahead loses its first ten fixes (the 2034-2035
+    /// dates of old logs replayed through gpsd), then the eleventh is the baseline.
+    func testAOneHertzReceiverDatedAheadLosesItsFirstTenFixes() {
+        var gate = FixGate()
+        let ahead = 1024.0 * 7 * 86_400
+        let verdicts = (0..<14).map { second in gate.judge(fix(second: ahead + Double(second), arrivalSecond: Double(second))) }
+        XCTAssertEqual(Array(verdicts.prefix(10)), Array(repeating: .future, count: 10))
+        XCTAssertEqual(verdicts[10], .awaitingTimeToMoveOn)
+        XCTAssertEqual(Array(verdicts.suffix(3)), Array(repeating: .accepted, count: 3))
+        XCTAssertEqual(gate.rejected, 10)
+    }
+
     func testFutureDatesThatDoNotRunOnTogetherAreNeverFollowed() {
         var gate = FixGate()
         _ = gate.judge(fix(second: 0))

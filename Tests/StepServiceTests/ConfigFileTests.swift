@@ -28,6 +28,29 @@ final class ConfigFileTests: XCTestCase {
         XCTAssertNil(file.string("socket"))
     }
 
+    /// `#` after a space ends the value, as in most ini files; inside a word or in quotes it is the value's.
+    func testCommentsAfterAValueAreDropped() throws {
+        let file = try ConfigFile.parse("""
+            gpsd = gpsbox.local:2947 # my gps
+            retention_days = 30\t# a month
+            admin_group = "st #aff"   # quoted
+            mqtt_username = ab#cd
+            state_dir = "/data/stepd" # quoted, then a comment
+            height = 1.82 #
+            """, path: path)
+        XCTAssertEqual(file.string("gpsd"), "gpsbox.local:2947")
+        XCTAssertEqual(file.integer("retention_days"), 30)
+        XCTAssertEqual(file.string("admin_group"), "st #aff")
+        XCTAssertEqual(file.string("mqtt_username"), "ab#cd")
+        XCTAssertEqual(file.string("state_dir"), "/data/stepd")
+        XCTAssertEqual(file.number("height"), 1.82)
+        // A bad value with a comment is refused for the value alone, not for the comment.
+        XCTAssertThrowsError(try ConfigFile.parse("gpsd = gpsbox.local:99999 # my gps", path: path)) { error in
+            guard case .badValue(_, _, _, let value, _)? = error as? ConfigError else { return XCTFail("\(error)") }
+            XCTAssertEqual(value, "gpsbox.local:99999")
+        }
+    }
+
     func testUnknownKeyNamesFileLineAndKey() {
         XCTAssertThrowsError(try ConfigFile.parse("speed = 2\n\nretention = 3\n", path: path)) { error in
             guard case ConfigError.unknownKey(let file, let line, let key, let known) = error else { return XCTFail("\(error)") }

@@ -38,6 +38,17 @@ final class StepStoreFaultTests: XCTestCase {
         return WriteAheadLog.damage(at: path)
     }
 
+    /// Foundation's sentences ("You don’t have permission.") become clauses: the messages that go on after
+    /// the reason ("; counting goes on in memory", "; the track starts afresh") read as one sentence.
+    func testAFoundationReasonLosesItsFullStopInsideAMessage() {
+        let reason = StepStore.reason(CocoaError(.fileWriteNoPermission))
+        XCTAssertFalse(reason.isEmpty)
+        XCTAssertFalse(reason.hasSuffix("."), reason)
+        let message = StoreError.cannotWrite(path: "/var/lib/stepd/stepd.sqlite", reason: reason).description
+        XCTAssertFalse(message.contains(".;"), message)
+        XCTAssertTrue(message.hasSuffix("; counting goes on in memory"), message)
+    }
+
     func testSoundLogAndTornTailAreNotDamage() throws {
         let (wal, pageSize) = try walWithCommits(5)
         XCTAssertNil(try damage(of: wal))

@@ -27,6 +27,20 @@ final class DemoDaemonTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: state + "/stepd.sqlite"), "the system's history is untouched")
     }
 
+    /// A second `--demo` on the socket of a running one says why it cannot start, and only that: no
+    /// "stopped ... saved" nor "demo over" of a daemon that never ran (75, EX_TEMPFAIL).
+    func testASecondDemoSaysOnlyThatTheSocketIsTaken() throws {
+        let first = try Daemon(arguments: ["--demo"])
+        defer { first.terminate() }
+        let second = try runCommand(Binaries.stepd, ["--demo", "--socket", first.socketPath], timeout: 30)
+        XCTAssertEqual(second.status, 75, second.stderr)
+        let output = second.stdout + second.stderr
+        XCTAssertTrue(output.contains("another daemon is already listening on \(first.socketPath)"), output)
+        XCTAssertFalse(output.contains("stopped"), output)
+        XCTAssertFalse(output.contains("demo over"), output)
+        XCTAssertEqual(try first.connect().request(["cmd": "status"])["class"] as? String, "STATUS", "the first one serves on")
+    }
+
     func testADaemonWithoutAnAccelerometerNorDemoCountsNothing() throws {
         // What the installed service does on a board whose sensor is not there (yet): no invented steps.
         let daemon = try Daemon(arguments: ["--iio-uri", "local:", "--device", "no-such-accelerometer"])

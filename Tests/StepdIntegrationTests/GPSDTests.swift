@@ -173,6 +173,39 @@ final class GPSDTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(status["last_fix_age_s"] as? Double ?? 0, 10)
         let line = try runCommand(Binaries.stepctl, ["--socket", daemon.socketPath, "status"], timeout: 20).stdout
         XCTAssertTrue(line.contains("gps:      stale via gpsd"), line)
+        // The journal says each change once (docs/gps.md): fix, then stale, then fix again when the receiver
+        // speaks; STATUS asked many times meanwhile adds nothing.
+        try pollUntil("the log to say stale", timeout: 10, every: 0.1, detail: daemon.log) { daemon.log.contains("gps: stale") }
+        fake.send(sentences: 30)
+        try daemon.waitUntil(timeout: 20, "a fix again") { Self.gps($0)["state"] as? String == "fix" }
+        try pollUntil("the log to say fix again", timeout: 10, every: 0.1, detail: daemon.log) {
+            daemon.log.components(separatedBy: "gps: fix").count - 1 == 2
+        }
+        let states = daemon.log.split(separator: "\n").compactMap { line -> String? in
+            guard let range = line.range(of: "gps: ") else { return nil }
+            return String(line[range.upperBound...].prefix { $0 != ":" && $0 != " " })
+        }
+        XCTAssertEqual(states.filter { $0 != "unavailable" }, ["no_fix", "fix", "stale", "fix"], daemon.log)
+    }
+
+    /// A receiver whose fixes are all less certain than track_max_eph_m (HDOP 2: gpsd's eph 38 m, over the
+    /// default 25 m) leaves the path empty; `stepctl track` says how many fixes were kept out and the key.
+    func testAnEmptyTrackSaysHowManyFixesWereOverTheEphLimit() throws {
+        let directory = try TemporaryDirectory()
+        let port = GPSDFake.freePort()
+        let (log, _) = try NMEAWalk.generate(["--hdop", "2", "walk:60"], into: directory, name: "uncertain")
+        let fake = try GPSDFake(log: log, port: port, stepped: true, directory: directory)
+        defer { fake.stop() }
+        let daemon = try Self.startDaemon(port: port, directory: directory)
+        try fake.play(once: daemon)
+        let status = try daemon.waitUntil(timeout: 30, "fixes over the limit") { (Self.gps($0)["fixes_over_max_eph"] as? Int ?? 0) >= 5 }
+        XCTAssertEqual(Self.gps(status)["track_max_eph_m"] as? Double, 25)
+        let track = try runCommand(Binaries.stepctl, ["--socket", daemon.socketPath, "track"], timeout: 20)
+        XCTAssertEqual(track.status, 0, track.stderr)
+        XCTAssertTrue(track.stdout.hasPrefix("no track yet: "), track.stdout)
+        XCTAssertTrue(track.stdout.contains("fixes were less certain than track_max_eph_m (eph over 25 m)"), track.stdout)
+        XCTAssertTrue(track.stdout.contains("raise track_max_eph_m in stepd.conf (or --track-max-eph-m)"), track.stdout)
+        XCTAssertEqual(try daemon.connect().request(["cmd": "track"])["points"] as? Int, 0)
     }
 
     func testSatellitesUsedAreTheEpochsForTheQuectelLog() throws {

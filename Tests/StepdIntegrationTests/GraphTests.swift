@@ -96,6 +96,29 @@ final class GraphTests: XCTestCase {
         XCTAssertTrue(try endsOnLastRow(smaller), "a chart as tall as 30 rows: \(smaller)")
     }
 
+    /// A 60x15 terminal gets the whole chart (title, trace, gauge, readings, the Ctrl-C line) within it; one
+    /// smaller than 40x15 gets a line saying the size needed, and the chart once it is enlarged.
+    func testGraphFitsA60x15TerminalOrSaysItNeedsMoreRoom() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/tmux") else { throw XCTSkip("tmux not installed") }
+        let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--loop", "--no-gps"])
+        defer { _ = try? tmux(["kill-server"]) }
+        XCTAssertEqual(try tmuxDetached(["new-session", "-d", "-s", "graph", "-x", "60", "-y", "15",
+                                         "\(Binaries.stepctl) graph --socket \(daemon.socketPath); sleep 30"]), 0)
+        let small = try screen { $0.contains("vibration") && $0.contains("█") }
+        let lines = small.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        XCTAssertLessThanOrEqual(lines.map(\.count).max() ?? 0, 60, small)
+        XCTAssertTrue(lines.first?.hasPrefix(" stepd seismometer: vertical, ±4.0 m/s²") ?? false, "a whole title: \(small)")
+        XCTAssertTrue(lines.prefix(15).contains { $0.hasPrefix(" Ctrl-C to quit") }, "the last line is on screen: \(small)")
+        XCTAssertTrue(lines.prefix(15).contains { $0.hasPrefix(" vertical ") && $0.contains("vibration") }, small)
+        XCTAssertEqual(try tmux(["resize-window", "-t", "graph", "-x", "30", "-y", "10"]).status, 0)
+        let tiny = try screen { $0.contains("needs a terminal") }
+        XCTAssertTrue(tiny.replacingOccurrences(of: "\n", with: "").contains("stepctl graph needs a terminal of at least 40x15;"), tiny)
+        XCTAssertTrue(tiny.contains("this one is 30x10"), tiny)
+        XCTAssertEqual(try tmux(["resize-window", "-t", "graph", "-x", "80", "-y", "24"]).status, 0)
+        let back = try screen { $0.contains("full scale ±4.0") }
+        XCTAssertTrue(back.contains("stepd seismometer: vertical acceleration, full scale ±4.0 m/s²"), back)
+    }
+
     /// The daemon restarted under `stepctl graph`: the chart says it waits, then goes on with the new daemon.
     func testGraphWaitsForARestartedDaemon() throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/tmux") else { throw XCTSkip("tmux not installed") }

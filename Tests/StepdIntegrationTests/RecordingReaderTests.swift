@@ -193,8 +193,12 @@ final class RecordingReaderTests: XCTestCase {
             let row = "\(time),0,0,9.8"
             let path = try write("t,x,y,z\n0,0,0,9.8\n0.01,0,0,9.8\n\(row)\n0.03,0,0,9.8\n", "t.csv", in: directory)
             let refused = error(reading: path)
+            // 10^12 to 10^17 is Unix time in milliseconds or microseconds: said, with the way to convert it.
+            let hint = ["1.0000001e12", "1795132800123"].contains(time)
+                ? "; the times look like milliseconds (or microseconds) since 1970: divide the first column by 1000 (or 10^6), "
+                    + "e.g. awk -F, -v OFS=, '$1+0==$1{$1=sprintf(\"%.3f\",$1/1000)}1' in.csv > out.csv" : ""
             XCTAssertEqual(refused?.description, "\(path):4: expected a time t in seconds from -10^12 to 10^12 "
-                           + "(31,700 years either side of zero), found '\(row)'", time)
+                           + "(31,700 years either side of zero), found '\(row)'" + hint, time)
             XCTAssertEqual(refused?.isMissingInput, false)
         }
         for time in ["1e12", "-1e12", "1795132800.123", "-5"] {

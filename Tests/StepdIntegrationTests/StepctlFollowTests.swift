@@ -49,8 +49,8 @@ final class StepctlFollowTests: XCTestCase {
             let result = try runCommand(Binaries.stepctl, arguments + socket, timeout: 30)
             XCTAssertEqual(result.status, 0, "stepctl \(arguments.joined(separator: " ")): \(result.stderr)")
         }
-        XCTAssertEqual(try runCommand(Binaries.stepctl, ["track", "--today"] + socket).stdout, "no track yet\n")
-        XCTAssertEqual(try runCommand(Binaries.stepctl, ["track"] + socket).stdout, "no track yet\n")
+        XCTAssertEqual(try runCommand(Binaries.stepctl, ["track", "--today"] + socket).stdout, "no track in that range\n")
+        XCTAssertEqual(try runCommand(Binaries.stepctl, ["track"] + socket).stdout, "no track yet: GPS is off (--no-gps)\n")
         XCTAssertEqual(try runCommand(Binaries.stepctl, ["visits", "--today"] + socket).stdout, "no visits yet\n")
         let wrong = try runCommand(Binaries.stepctl, ["track", "--from", "26/11/2026"] + socket)
         XCTAssertEqual(wrong.status, 64, wrong.stderr)

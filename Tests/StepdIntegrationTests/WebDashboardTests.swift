@@ -221,8 +221,10 @@ final class WebDashboardTests: XCTestCase {
         let before = try f.daemon.connect().request(["cmd": "steps"])["steps"] as? Int ?? 0
         let none = try await f.page.web.post("/api/reset")
         XCTAssertEqual(none.status, 401, none.body)
+        XCTAssertTrue(none.body.contains("reset needs the token: enter the line of stepd-web's --token-file"), none.body)
         let wrong = try await f.page.web.post("/api/reset", token: "guess")
         XCTAssertEqual(wrong.status, 401, wrong.body)
+        XCTAssertTrue(wrong.body.contains("wrong token: it is not the line in stepd-web's --token-file"), wrong.body)
         XCTAssertGreaterThanOrEqual(try f.daemon.connect().request(["cmd": "steps"])["steps"] as? Int ?? 0, before,
                                     "a refused reset reset the count")
         // The page's own button without the token: refused, said quietly beside the button.
@@ -237,6 +239,22 @@ final class WebDashboardTests: XCTestCase {
         let number = { (id: String) in "Number(document.getElementById('\(id)').textContent.replace(/\\D/g, ''))" }
         try waitOnPage("\(number("reset-steps")) < \(before) && \(number("steps")) >= \(before)", timeout: 10,
                        "today's count kept above \(before) and the count since the reset below it")
+    }
+
+    /// Every /api reply is JSON with its status, a path that names nothing too (404, the endpoints listed);
+    /// the endpoints that exist still answer.
+    func testAnUnknownAPIPathAnswers404WithAJSONBody() async throws {
+        for path in ["/api/nope", "/api/status/extra", "/api/"] {
+            let reply = try await f.page.web.get(path)
+            XCTAssertEqual(reply.status, 404, "\(path): \(reply.body)")
+            let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(reply.body.utf8)) as? [String: Any], "\(path): \(reply.body)")
+            XCTAssertTrue((object["error"] as? String ?? "").hasPrefix("no such API: GET \(path); see docs/web.md"), reply.body)
+        }
+        let status = try await f.page.web.get("/api/status")
+        XCTAssertEqual(status.status, 200, status.body)
+        XCTAssertTrue(status.body.contains("\"class\":\"STATUS\""), status.body)
+        let page = try await f.page.web.get("/")
+        XCTAssertEqual(page.status, 200)
     }
 
     func testWithoutTokenFileResetIsReadOnly() async throws {

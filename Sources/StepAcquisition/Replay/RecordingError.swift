@@ -33,6 +33,17 @@ public enum RecordingError: Error, CustomStringConvertible, Equatable {
 
     static let cutShortReason = "it is cut short"
 
+    /// A time of 10^12 to 10^16: Unix time in milliseconds (1.7 * 10^12 in 2026) or microseconds, what many
+    /// phone and Arduino loggers write.
+    static func looksLikeMilliseconds(_ row: String) -> Bool {
+        guard let first = row.split(separator: ",", maxSplits: 1).first,
+              let time = Double(first.trimmingCharacters(in: .whitespaces)) else { return false }
+        return (1e12..<1e17).contains(abs(time))
+    }
+
+    static let millisecondsHint = "; the times look like milliseconds (or microseconds) since 1970: divide the first "
+        + "column by 1000 (or 10^6), e.g. awk -F, -v OFS=, '$1+0==$1{$1=sprintf(\"%.3f\",$1/1000)}1' in.csv > out.csv"
+
     public var description: String {
         switch self {
         case .missing(let path): return "cannot open recording \(path): no such file"
@@ -44,11 +55,12 @@ public enum RecordingError: Error, CustomStringConvertible, Equatable {
         case .corruptGzip(let path, let line, let reason):
             return "\(path): not a valid gzip file: \(reason)" + (line > 0 ? ", after line \(line)" : "")
         case .badHeader(let path, let found):
-            return "\(path):1: expected a header 't,x,y,z' or four numbers, found '\(found)'"
+            return "\(path):1: expected a header 't,x,y,z' (or 'time,x,y,z') or four numbers, found '\(found)'"
         case .badLine(let path, let line, let text):
             return "\(path):\(line): expected four numbers t,x,y,z, found '\(text)'"
         case .badTime(let path, let line, let text):
-            return "\(path):\(line): expected a time t in seconds from -10^12 to 10^12 (31,700 years either side of zero), found '\(text)'"
+            let range = "\(path):\(line): expected a time t in seconds from -10^12 to 10^12 (31,700 years either side of zero), found '\(text)'"
+            return range + (Self.looksLikeMilliseconds(text) ? Self.millisecondsHint : "")
         case .lineTooLong(let path, let line, let limit):
             return "\(path):\(line): a line longer than \(limit / 1024) KiB; expected four numbers t,x,y,z"
         case .noSamples(let path, let lines):

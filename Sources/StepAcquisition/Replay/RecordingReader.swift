@@ -91,12 +91,15 @@ public enum RecordingReader {
         return stats
     }
 
+    /// The headers line 1 may hold: the time column is `t` (stepd's recordings) or `time` (most loggers').
+    static let headers: Set<String> = ["t,x,y,z", "time,x,y,z"]
+
     /// A line that is not four numbers: blank lines pass, the header passes on line 1, anything else is an error.
     private static func checkNonSample(_ line: UnsafePointer<CChar>, number: Int, path: String) throws {
         let text = excerpt(line)
         if text.isEmpty { return }
         if number == 1 {
-            guard text.replacingOccurrences(of: " ", with: "") == "t,x,y,z" else {
+            guard RecordingReader.headers.contains(text.replacingOccurrences(of: " ", with: "").lowercased()) else {
                 throw RecordingError.badHeader(path: path, found: text)
             }
             return

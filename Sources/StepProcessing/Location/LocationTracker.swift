@@ -41,6 +41,9 @@ public struct LocationSnapshot: Sendable {
     public var connections = 0
     public var distanceMeters = 0.0
     public var trackPoints = 0
+    /// Accepted fixes kept out of the path by `maximumEphMeters` (`track_max_eph_m`).
+    public var fixesOverMaximumEph = 0
+    public var maximumEphMeters = 25.0
     /// Why the track and visits saved by earlier runs could not be read at start (the path began afresh).
     public var restoreError: String?
 
@@ -183,6 +186,8 @@ public struct LocationTracker {
         s.connections = connections
         s.distanceMeters = track.distanceMeters
         s.trackPoints = track.points.count
+        s.fixesOverMaximumEph = track.fixesOverMaximumEph
+        s.maximumEphMeters = track.configuration.maximumEphMeters
         return s
     }
 }

@@ -29,6 +29,9 @@ public struct TrackBuilder: Sendable {
     public private(set) var distanceMeters = 0.0
     /// Points dropped from the front because the path reached `maximumPoints`.
     public private(set) var droppedPoints = 0
+    /// Accepted fixes left out because their eph was over `maximumEphMeters`: why a receiver that reports
+    /// positions can leave the path empty (a ±33 m receiver under the default 25 m), said by `stepctl track`.
+    public private(set) var fixesOverMaximumEph = 0
     private var anchor: TrackPoint?
 
     public init(configuration: Configuration = .init()) {
@@ -38,8 +41,11 @@ public struct TrackBuilder: Sendable {
     /// Adds an accepted fix; returns false when its error is unknown or above the bound.
     @discardableResult
     public mutating func add(_ fix: Fix) -> Bool {
-        guard fix.hasPosition, let time = fix.time, let eph = fix.ephMeters, eph.isFinite,
-              eph <= configuration.maximumEphMeters else { return false }
+        guard fix.hasPosition, let time = fix.time, let eph = fix.ephMeters, eph.isFinite else { return false }
+        guard eph <= configuration.maximumEphMeters else {
+            fixesOverMaximumEph += 1
+            return false
+        }
         let point = TrackPoint(time: time, coordinate: fix.coordinate, altitudeMSLMeters: fix.altitudeMSLMeters,
                                ephMeters: eph, mode: fix.mode, satellitesUsed: fix.satellitesUsed)
         append(point)

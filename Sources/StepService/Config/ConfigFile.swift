@@ -95,8 +95,9 @@ public enum ConfigValue: Equatable, Sendable {
     case flag(Bool)
 }
 
-/// stepd.conf: one `key = value` per line; `#` starts a comment line; blank lines are ignored; a value may be
-/// written in double quotes to keep leading or trailing spaces. Keys are those of `ConfigOption.all`, each
+/// stepd.conf: one `key = value` per line; `#` starts a comment line, and `#` after a space a comment at the
+/// end of a line; blank lines are ignored; a value may be written in double quotes to keep leading or trailing
+/// spaces or a ` #`. Keys are those of `ConfigOption.all`, each
 /// value is checked against its option's kind when the file is read.
 public struct ConfigFile: Equatable, Sendable {
     public struct Entry: Equatable, Sendable {
@@ -171,9 +172,7 @@ public struct ConfigFile: Equatable, Sendable {
             if let first = file.entries[key] {
                 throw ConfigError.duplicateKey(file: path, line: number, key: key, firstLine: first.line)
             }
-            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
-                value = String(value.dropFirst().dropLast())
-            }
+            value = Self.withoutComment(value)
             guard let typed = option.kind.parse(value) else {
                 throw ConfigError.badValue(file: path, line: number, key: key, value: value,
                                            expected: option.kind.expectation(for: value))
@@ -181,6 +180,27 @@ public struct ConfigFile: Equatable, Sendable {
             file.entries[key] = Entry(value: typed, line: number)
         }
         return file
+    }
+
+    /// A value without the comment after it and without its quotes. `#` after a space or tab starts a comment
+    /// (`gpsd = 127.0.0.1:2947 # the box's receiver`), as in most ini readers; a `#` inside a word stays
+    /// (`password = ab#cd`), and a value written in double quotes keeps everything between them.
+    static func withoutComment(_ text: String) -> String {
+        if text.hasPrefix("\""), let close = text.dropFirst().firstIndex(of: "\"") {
+            let rest = text[text.index(after: close)...].trimmingCharacters(in: .whitespaces)
+            if rest.isEmpty || rest.hasPrefix("#") { return String(text[text.index(after: text.startIndex)..<close]) }
+        }
+        var value = text
+        var previous: Character = " "
+        for index in text.indices {
+            if text[index] == "#", previous == " " || previous == "\t" {
+                value = text[..<index].trimmingCharacters(in: .whitespaces)
+                break
+            }
+            previous = text[index]
+        }
+        if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
+        return value
     }
 
     public func string(_ key: String) -> String? {

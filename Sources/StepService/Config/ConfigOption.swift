@@ -167,7 +167,7 @@ extension ConfigOption {
                      details: "Under systemd, `StateDirectory=stepd` sets `$STATE_DIRECTORY`, used when this is not given. Run by hand without write access to `/var/lib`, stepd uses `$XDG_STATE_HOME/stepd` or `~/.local/state/stepd`."),
         ConfigOption(key: "retention_days", kind: .integer(1...36_500), defaultText: String(defaultRetentionDays),
                      help: "Prune history older than this many days.", valueName: "days",
-                     details: "Minute bins, track points and visits are pruned at start and every hour."),
+                     details: "Minute bins, track points and visits are pruned at start and every hour; the journal says what each pruning removed (`store: removed 3600 track points older than 400 days ...`)."),
         ConfigOption(key: "detector", kind: .choice(StepDetectorKind.allCases.map(\.rawValue)),
                      defaultText: StepDetectorKind.default.rawValue, help: "The step detector.", valueName: "name"),
         ConfigOption(key: "height", kind: .number(0.5...2.5), defaultText: "1.70",

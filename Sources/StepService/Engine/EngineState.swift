@@ -41,6 +41,10 @@ struct EngineState {
     /// Walking bouts, found from the steps as `stepd analyze` finds them, and the signal their gait is measured on.
     var bouts = ActivityBoutFinder()
     var gait: GaitRecorder
+    /// The GPS state the journal last said (`stale` included, which only a deadline notices), and the
+    /// deadline that fires when a fix grows stale (Engine+Location.swift).
+    var gpsLoggedState: String?
+    var gpsStaleDeadline: QuietDeadline?
 
     init(configuration: Engine.Configuration, calendar: Calendar) {
         pipeline = StepPipeline(detector: configuration.detector.make(sampleRateHz: configuration.rateHz),

@@ -9,7 +9,7 @@ extension Engine: FixSink {
             withState { s in
                 let before = s.locationTracker.state
                 let events = s.locationTracker.receive(fix, steps: s.steps)
-                logGPSTransition(from: before, s.locationTracker)
+                logGPSTransition(from: before, &s)
                 publishLocation(s)
                 if let stretch = s.locationTracker.takeCompletedStretch() {
                     calibrateStride(gpsDistanceMeters: stretch.meters, steps: stretch.steps)
@@ -28,7 +28,7 @@ extension Engine: FixSink {
             withState { s in
                 let before = s.locationTracker.heardFromSource ? s.locationTracker.state : "starting"
                 s.locationTracker.connectionChanged(state)
-                logGPSTransition(from: before, s.locationTracker)
+                logGPSTransition(from: before, &s)
                 publishLocation(s)
             }
         }
@@ -85,14 +85,52 @@ extension Engine: FixSink {
         publishedLocation.withLockedValue { $0 = snapshot }
     }
 
-    /// Logs a change of GPS state once, with the reason when it is a failure; retries stay silent.
-    private func logGPSTransition(from before: String, _ tracker: LocationTracker) {
+    /// Logs a change of GPS state once, with the reason when it is a failure; retries stay silent. A fix
+    /// (re)arms the deadline that says `stale` when the receiver goes quiet behind gpsd, which no report tells.
+    private func logGPSTransition(from before: String, _ s: inout EngineState) {
+        let tracker = s.locationTracker
         let after = tracker.state
-        guard after != before else { return }
-        if after == "unavailable" {
-            logger.warning("gps: unavailable: \(tracker.snapshot.error ?? "unknown reason")")
+        if after == GPSState.fix.rawValue {
+            gpsStaleDeadline(&s).set(after: GPSState.staleAfterSeconds + 0.1)
         } else {
+            s.gpsStaleDeadline?.clear()
+        }
+        guard after != (s.gpsLoggedState ?? before) else { return }
+        s.gpsLoggedState = after
+        switch after {
+        case GPSState.unavailable.rawValue:
+            logger.warning("gps: unavailable: \(tracker.snapshot.error ?? "unknown reason")")
+        case GPSState.noFix.rawValue:
+            logger.info("gps: no_fix (gpsd is connected; the receiver reports no position yet)")
+        default:
             logger.info("gps: \(after)")
+        }
+    }
+
+    private func gpsStaleDeadline(_ s: inout EngineState) -> QuietDeadline {
+        if let deadline = s.gpsStaleDeadline { return deadline }
+        let deadline = QuietDeadline(queue: queue) { [weak self] in self?.gpsFixMayBeStale() }
+        s.gpsStaleDeadline = deadline
+        return deadline
+    }
+
+    /// No fix for `staleAfterSeconds`: STATUS says `stale` (GPSState's rule, at the same age), and the journal
+    /// says it once, as docs/gps.md promises; the next fix logs `gps: fix` again.
+    private func gpsFixMayBeStale() {
+        withState { s in
+            let snapshot = s.locationTracker.snapshot
+            guard snapshot.state(now: Date()) == .stale, s.gpsLoggedState != GPSState.stale.rawValue else {
+                // Moved just as it expired (a fix came): the next fix set it again.
+                if let arrival = snapshot.position?.arrival, snapshot.state == GPSState.fix.rawValue,
+                   s.gpsLoggedState != GPSState.stale.rawValue {
+                    let left = GPSState.staleAfterSeconds - Date().timeIntervalSince(arrival)
+                    if left > 0 { gpsStaleDeadline(&s).set(after: left + 0.1) }
+                }
+                return
+            }
+            s.gpsLoggedState = GPSState.stale.rawValue
+            let seconds = Int(GPSState.staleAfterSeconds)
+            logger.warning("gps: stale: no new fix for \(seconds) s though gpsd is connected (the receiver went quiet: unplugged behind gpsd, powered down, or no longer sending)")
         }
     }
 }

@@ -24,6 +24,6 @@ enum LocationWire {
         GPSStatus(state: s.state(now: now).rawValue, error: s.error, gpsd: s.gpsd, fixes_accepted: s.fixesAccepted,
                   fixes_ignored: s.fixesIgnored, fixes_rejected: s.fixesRejected, connections: s.connections,
                   last_fix_age_s: s.position.map { Replies.rounded(max(0, now.timeIntervalSince($0.arrival)), 1) },
-                  restore_error: s.restoreError)
+                  restore_error: s.restoreError, fixes_over_max_eph: s.fixesOverMaximumEph, track_max_eph_m: s.maximumEphMeters)
     }
 }

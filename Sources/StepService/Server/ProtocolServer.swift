@@ -254,7 +254,7 @@ public final class ProtocolServer: Sendable {
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
                                                         attributes: [.posixPermissions: 0o755])
             } catch {
-                throw ServerError.cannotCreateDirectory(path: directory, reason: error.localizedDescription)
+                throw ServerError.cannotCreateDirectory(path: directory, reason: StepStore.clause(error.localizedDescription))
             }
         }
         // Only a socket nobody listens on (left by a crash) is replaced; anything else at the path is someone's.

@@ -80,8 +80,9 @@ public enum EngineRecording {
             visits = try store.latestVisits(limit: limits.visits.maximumVisits)
         } catch {
             // Said rather than dropped: the track and the visits of earlier runs are missing from this one's.
-            logger.error("cannot read the saved track and visits: \(error); the track starts afresh")
-            engine.locationRestoreFailed("\(error)")
+            let reason = (error as? StoreError).map(\.description) ?? StepStore.reason(error)
+            logger.error("cannot read the saved track and visits (\(reason)); the track starts afresh")
+            engine.locationRestoreFailed(reason)
             return
         }
         if let open = visits.indices.last, visits[open].departure == nil {

@@ -191,11 +191,19 @@ public final class StepStore: Sendable {
         onQueue { $0.transaction(body) }
     }
 
-    /// SQLite's own words ("file is not a database"), not GRDB's whole dump with the SQL.
+    /// SQLite's own words ("file is not a database"), not GRDB's whole dump with the SQL. Without a final
+    /// full stop: the reason sits inside a sentence ("...: permission denied; counting goes on in memory").
     static func reason(_ error: Error) -> String {
-        if let problem = error as? StoreFileProblem { return problem.reason }
-        if let db = error as? DatabaseError { return db.message ?? "\(db.resultCode)" }
-        return (error as NSError).localizedDescription
+        if let problem = error as? StoreFileProblem { return clause(problem.reason) }
+        if let db = error as? DatabaseError { return clause(db.message ?? "\(db.resultCode)") }
+        return clause((error as NSError).localizedDescription)
+    }
+
+    /// A reason made a clause: Foundation's sentences ("You don’t have permission.") lose their full stop.
+    static func clause(_ text: String) -> String {
+        var text = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        while text.hasSuffix(".") { text.removeLast() }
+        return text
     }
 }
 

@@ -4,6 +4,7 @@ import GRDB
 import Logging
 import NIOConcurrencyHelpers
 import StepProcessing
+import StepProtocol
 
 /// What the store's queue owns: the writer and its pool, the count as it stands, the batch not yet committed,
 /// the failure, the timer. `StepStore` keeps it in a `Locked` value and reaches it only from `queue` (each entry point
@@ -311,7 +312,12 @@ final class StoreCore {
         let cutoff = now.addingTimeInterval(-Double(configuration.retentionDays) * 86_400)
         do {
             let removed = try writer.prune(olderThan: cutoff)
-            if removed > 0 { logger.debug("store: pruned \(removed) rows older than \(configuration.retentionDays) days") }
+            // Said at info: a replayed log dated years back, or a clock set wrong, loses its history here, and
+            // the journal is where a user looks for where it went.
+            if removed.total > 0 {
+                let before = Timestamp.string(cutoff)
+                logger.info("store: removed \(removed.description) older than \(configuration.retentionDays) days (before \(before)); retention_days sets how long history is kept")
+            }
         } catch {
             setFailure(error)
         }

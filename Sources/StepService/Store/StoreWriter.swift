@@ -132,20 +132,22 @@ final class StoreWriter {
         return try? db.read(Self.counter)
     }
 
-    /// Drops history older than `cutoff`; returns the rows removed.
-    func prune(olderThan cutoff: Date) throws(StoreError) -> Int {
-        guard database != nil else { return 0 }
+    /// Drops history older than `cutoff`; returns the rows removed, by kind.
+    func prune(olderThan cutoff: Date) throws(StoreError) -> PrunedRows {
+        guard database != nil else { return PrunedRows() }
         do {
-            return try transaction { db -> Int in
+            return try transaction { db -> PrunedRows in
+                var pruned = PrunedRows()
                 try db.execute(sql: "DELETE FROM minute_bin WHERE minute < ?", arguments: [PendingWrites.minute(of: cutoff)])
-                var count = db.changesCount
+                pruned.minutes = db.changesCount
                 try db.execute(sql: "DELETE FROM track_point WHERE time < ?", arguments: [cutoff.timeIntervalSince1970])
-                count += db.changesCount
+                pruned.trackPoints = db.changesCount
                 try db.execute(sql: "DELETE FROM visit WHERE coalesce(departure, arrival) < ?",
                                arguments: [cutoff.timeIntervalSince1970])
-                count += db.changesCount
+                pruned.visits = db.changesCount
                 try db.execute(sql: "DELETE FROM walking_bout WHERE end < ?", arguments: [cutoff.timeIntervalSince1970])
-                return count + db.changesCount
+                pruned.bouts = db.changesCount
+                return pruned
             }
         } catch {
             throw .cannotWrite(path: path, reason: StepStore.reason(error))
@@ -224,5 +226,23 @@ final class StoreWriter {
                                  v.latitudeDegrees, v.longitudeDegrees, v.radiusMeters, v.fixCount])
         }
         for bout in batch.bouts.values { try StepStore.write(bout, into: db) }
+    }
+}
+
+/// What one pruning removed: minute bins (steps), points of the path, visits.
+struct PrunedRows: Equatable {
+    var minutes = 0
+    var trackPoints = 0
+    var visits = 0
+    var bouts = 0
+    var total: Int { minutes + trackPoints + visits + bouts }
+
+    /// "12 minute bins of steps, 3600 track points and 2 visits", naming only what was removed.
+    var description: String {
+        let parts = [(minutes, "minute bin", "minute bins"), (trackPoints, "track point", "track points"), (visits, "visit", "visits"),
+                     (bouts, "walking bout", "walking bouts")]
+            .filter { $0.0 > 0 }.map { "\($0.0) \($0.0 == 1 ? $0.1 : $0.2)" }
+        guard let last = parts.last else { return "nothing" }
+        return parts.count == 1 ? last : parts.dropLast().joined(separator: ", ") + " and " + last
     }
 }

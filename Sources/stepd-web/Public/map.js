@@ -1,5 +1,6 @@
 // The map seed's screen with Leaflet: the track, the position with its accuracy circle, the visits, and
-// following the position until the user moves the map (then not for 10 s). With no tiles (an offline board, or
+// following the walk (the track and the position fitted in view) until the user moves the map (then not for
+// 10 s). With no tiles (an offline board, or
 // --tiles none) the same layers are drawn on a metric grid with a scale bar, never a blank square.
 "use strict";
 
@@ -148,8 +149,16 @@ class WalkMap {
       if (this.grid) this.grid.referenceLat = position.lat, this.grid.redraw();
       this.updateNote();
     } else if (!this.userMoving && Date.now() - this.lastUserMove > FOLLOW_PAUSE_MS) {
-      this.ownMove(() => this.map.panTo(at, { animate: false }));
+      this.ownMove(() => this.fitWalk(at));
     }
+  }
+
+  // Following: the whole walk and the position in view (as the ?static page shows it), zoomed in no closer
+  // than a street; a map centred on the position alone would leave most of a 500 m walk off screen.
+  fitWalk(at) {
+    if (this.track.getLatLngs().length === 0) return this.map.setView(at, Math.max(this.map.getZoom(), 17), { animate: false });
+    const bounds = this.track.getBounds().extend(at);
+    this.map.fitBounds(bounds, { maxZoom: 17, padding: [20, 20], animate: false });
   }
 
   // A VISITS reply: a marker per stay.

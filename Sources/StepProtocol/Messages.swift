@@ -3,7 +3,7 @@ import Foundation
 /// The protocol's version: a client may rely on every field of its major version; minor adds fields.
 public enum ProtocolVersion {
     public static let major = 1
-    public static let minor = 1
+    public static let minor = 2
 }
 
 /// Messages the daemon sends. Each carries its `class` first, as gpsd's JSON does, then its fields in the order

@@ -62,11 +62,16 @@ public enum SocketPath {
     }
 
     /// For the daemon: makes the per-user folder of `socket` (mode 0700, its parent must exist) unless it
-    /// exists, and returns why it may not be used, or nil when it is the user's own.
+    /// exists, and returns why it may not be used, or nil when it is the user's own. A folder of the user's
+    /// own with a wider mode (an older stepd made it 0755) is narrowed to 0700 first.
     public static func preparePrivateFolder(of socket: String) -> String? {
         let folder = (socket as NSString).deletingLastPathComponent
         if mkdir(folder, 0o700) != 0 && errno != EEXIST {
             return "cannot create \(folder): \(String(cString: strerror(errno)))"
+        }
+        var info = stat()
+        if lstat(folder, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == getuid(), info.st_mode & 0o077 != 0 {
+            _ = chmod(folder, 0o700)
         }
         return untrustedFolder(of: socket)
     }

@@ -76,7 +76,11 @@ BACKTRACER ?= $(shell p=$$(command -v swift 2>/dev/null) && echo $$(dirname $$(r
 # stepd-web's page (Leaflet comes from Debian's libjs-leaflet, not from here).
 WEB_PAGE = $(wildcard Sources/stepd-web/Public/*)
 
-.PHONY: install uninstall
+.PHONY: install uninstall print-backtracer
+
+# scripts/test puts the same helper beside the release build it tests.
+print-backtracer:
+	@echo $(BACKTRACER)
 
 install:
 	@test -x $(BUILT)/stepd || { echo "make install: no stepd in $(BUILT); run 'make build' (or pass CONFIG=debug)" >&2; exit 1; }

@@ -108,7 +108,7 @@ struct ConnectionOptions: ParsableArguments {
     var json = false
 
     func connect() throws -> Client {
-        try Client(path: socket ?? SocketPath.forClient())
+        try Client(path: socket ?? SocketPath.forClient { Output.error("stepctl: \($0)\n") })
     }
 }
 

@@ -25,20 +25,16 @@ enum CrashTrace {
         unsetenv(variable)
     }
 
-    /// Where the helper may be: beside an installed stepd (`make install` puts it in libexec/stepd), or in the
-    /// Swift toolchain that built it (a development tree: `.build/release/stepd`).
+    /// Where the helper may be: beside an installed stepd (`make install` puts it in libexec/stepd; scripts/test
+    /// does the same beside a development build), or in the Swift toolchain stepd is part of. Only paths fixed by
+    /// where the binary itself is: never looked up through PATH, which the user who starts the daemon (root
+    /// under systemd or sudo) may have pointed anywhere, and the helper runs with the daemon's rights on a crash.
     static func helperPath(executable: String) -> String? {
         let bin = (executable as NSString).deletingLastPathComponent
-        var candidates = [
+        let candidates = [
             "\(bin)/../libexec/stepd/\(helperName)",
             "\(bin)/../libexec/swift/linux/\(helperName)",
         ]
-        for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
-            let swift = "\(directory)/swift"
-            if let real = realPath(swift) {
-                candidates.append("\((real as NSString).deletingLastPathComponent)/../libexec/swift/linux/\(helperName)")
-            }
-        }
         return candidates.lazy.compactMap(realPath).first { access($0, X_OK) == 0 }
     }
 

@@ -59,7 +59,9 @@ final class ServiceRuntime: Sendable {
         lock.withLock { lock in
             if let current = lock, current.isCurrent { return }
             do {
-                lock = try StateDirectoryLock.acquire(directory: directory)
+                // The path's claim stays with the lock held since the start: no other daemon took the
+                // directory meanwhile.
+                lock = try lock.map { try $0.relock(directory: directory) ?? $0 } ?? StateDirectoryLock.acquire(directory: directory)
             } catch {
                 logger.error("\(error) (it was started while the state directory was gone)")
             }

@@ -4,11 +4,13 @@ import Locking
 import Logging
 import StepService
 
-/// The one place that catches SIGTERM and SIGINT: the daemon's Lifecycle stops its parts in reverse order of
-/// start (the sources, the socket, the engine's queue, the store: docs/architecture.md), then exit 0.
-/// SIGHUP, SIGUSR1 and SIGUSR2, whose default action would kill the daemon without its final save, are caught
-/// too (issue 25): SIGHUP and SIGUSR2 are logged and ignored (stepd.conf is read at start only), SIGUSR1 logs
-/// the daemon's state, as STATUS says it to systemd (docs/man/stepd.8, SIGNALS).
+/// The one place that catches SIGTERM and SIGINT (and SIGXCPU, SIGPWR): the daemon's Lifecycle stops its parts in
+/// reverse order of start (the sources, the socket, the engine's queue, the store: docs/architecture.md), then
+/// exit 0. Every other signal whose default action would kill the daemon without its final save is caught too,
+/// except those of a crash (SIGSEGV, SIGABRT, ...: Swift's backtracer) and SIGQUIT (asked for a core dump) and
+/// SIGKILL: SIGHUP, SIGUSR2, SIGALRM, SIGVTALRM, SIGIO, SIGSYS, SIGSTKFLT, SIGXFSZ and the real-time signals
+/// are logged and ignored (stepd.conf is read at start only), SIGPROF is ignored, SIGUSR1 logs the daemon's
+/// state, as STATUS says it to systemd (docs/man/stepd.8, SIGNALS).
 ///
 /// The signals are caught before anything starts (`catchSignals`), and handled on a queue of their own that
 /// runs only once start-up is over (`serve`): a signal that comes while the socket is being bound waits for
@@ -33,14 +35,26 @@ enum ShutdownHandler {
         return queue
     }()
 
+    /// Signals that ask the daemon to stop: it stops as for SIGTERM, with its final save. SIGXCPU comes when
+    /// the CPU-time soft limit is reached (the hard limit's SIGKILL follows), SIGPWR when the power is failing.
+    static let stopping = [SIGTERM, SIGINT, SIGXCPU, SIGPWR]
+    /// Signals whose default action would kill the daemon without its final save, and that mean nothing to
+    /// it: logged (at most once per signal per 10 s) and ignored. The real-time signals from SIGRTMIN (glibc
+    /// keeps the two below it for its own threads) are included. SIGXFSZ ignored makes a write past the file-size
+    /// limit fail with EFBIG, which the store reports as a state, instead of killing the process.
+    static var ignored: [Int32] {
+        [SIGALRM, SIGVTALRM, SIGIO, SIGSYS, SIGSTKFLT, SIGXFSZ]
+            + Array(__libc_current_sigrtmin()...__libc_current_sigrtmax())
+    }
+
     static func catchSignals(logger: Logger) {
         var caught = sigset_t()
         sigemptyset(&caught)
-        for number in [SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2] { sigaddset(&caught, number) }
+        for number in stopping + [SIGHUP, SIGUSR1, SIGUSR2] + ignored { sigaddset(&caught, number) }
         pthread_sigmask(SIG_BLOCK, &caught, nil)
-        for number in [SIGTERM, SIGINT] {
+        for number in stopping {
             handle(number) {
-                logger.notice("signal \(number): shutting down")
+                logger.notice("signal \(number) (\(name(of: number))): shutting down")
                 handling.withLock { $0.lifecycle }?.stop()
                 // The store is closed and the socket removed: leave without running exit handlers and static
                 // destructors under threads that may still be finishing (a reader inside SQLite crashed there).
@@ -53,7 +67,30 @@ enum ShutdownHandler {
         }
         handle(SIGUSR1) { logger.notice("SIGUSR1: \(handling.withLock { $0.state }())") }
         handle(SIGUSR2) { logger.notice("SIGUSR2 ignored") }
+        let repeated = RateLimitedLog(logger: logger)
+        for number in ignored {
+            handle(number) { repeated.log(.notice, cause: "\(number)", "signal \(number) (\(name(of: number))) ignored") }
+        }
+        // SIGPROF is ignored but not blocked: Swift's crash backtracer may signal the other threads to stop
+        // them while it walks their stacks, and a thread that blocks the signal would never stop. A handler
+        // already there (a profiler's, the runtime's) is left as it is.
+        var current = sigaction()
+        if sigaction(SIGPROF, nil, &current) == 0, current.__sigaction_handler.sa_handler == nil {
+            signal(SIGPROF, SIG_IGN)
+        }
         signal(SIGPIPE, SIG_IGN)
+    }
+
+    /// The signal's name as kill(1) prints it (`ALRM`, `RTMIN+3`), for the log.
+    static func name(of number: Int32) -> String {
+        let rtmin = __libc_current_sigrtmin()
+        if number >= rtmin && number <= __libc_current_sigrtmax() {
+            return number == rtmin ? "SIGRTMIN" : "SIGRTMIN+\(number - rtmin)"
+        }
+        let names: [Int32: String] = [SIGTERM: "SIGTERM", SIGINT: "SIGINT", SIGXCPU: "SIGXCPU", SIGPWR: "SIGPWR",
+                                      SIGALRM: "SIGALRM", SIGVTALRM: "SIGVTALRM", SIGIO: "SIGIO", SIGSYS: "SIGSYS",
+                                      SIGSTKFLT: "SIGSTKFLT", SIGXFSZ: "SIGXFSZ"]
+        return names[number] ?? "signal \(number)"
     }
 
     private static func handle(_ number: Int32, _ body: @escaping @Sendable () -> Void) {

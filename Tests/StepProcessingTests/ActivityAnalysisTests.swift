@@ -134,6 +134,28 @@ final class ActivityAnalysisTests: XCTestCase {
         XCTAssertEqual(recorded, 0.4 + 0.3, accuracy: 1e-9, "the hour not recorded is not covered")
     }
 
+    /// One row whose clock goes back (a recorder's glitch) is set aside with the time of the row before; the
+    /// rows after it keep their own times. Before, every later row was moved to follow on after the glitch: the
+    /// rest of the file shifted forward by the jump (10^11 s here), and a jump back was reported.
+    func testTheTimelineSetsASingleRowOutOfOrderAsideAndLeavesTheRestInPlace() {
+        var timeline = RecordingTimeline()
+        var events: [RecordingTimeline.Event] = []
+        var samples = [0.0, 0.1, 0.2, -1e11, 0.3, 0.4].map { Sample(time: $0, x: 0, y: 0, z: 9.8) }
+        timeline.repair(&samples, cover: { _, _ in }, event: { events.append($0) })
+        XCTAssertEqual(samples.map(\.time), [0, 0.1, 0.2, 0.2, 0.3, 0.4])
+        XCTAssertEqual(events, [])
+        XCTAssertEqual(timeline.clockJumpsBack, 0)
+        XCTAssertEqual(timeline.rowsOutOfOrder, 1)
+        // Held across batches too: the row after it comes in the next batch.
+        var next = [Sample(time: -7, x: 0, y: 0, z: 9.8)]
+        timeline.repair(&next, cover: { _, _ in }, event: { events.append($0) })
+        var after = [0.5, 0.6].map { Sample(time: $0, x: 0, y: 0, z: 9.8) }
+        timeline.repair(&after, cover: { _, _ in }, event: { events.append($0) })
+        XCTAssertEqual(after.map(\.time), [0.5, 0.6])
+        XCTAssertEqual(timeline.rowsOutOfOrder, 2)
+        XCTAssertEqual(events, [])
+    }
+
     /// Minute and day indexes from any time, however corrupt: no trap converting to Int, and no loop that
     /// waits for a double to move by a minute where it no longer can (beyond 2^59 s a minute is below its
     /// resolution). The reader refuses such times first; the arithmetic is total regardless.

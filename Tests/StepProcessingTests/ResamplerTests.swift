@@ -67,8 +67,26 @@ final class ResamplerTests: XCTestCase {
         resampler.push(Sample(time: 1, x: 0, y: 0, z: 0)) { out.append($0) }
         resampler.push(Sample(time: 1, x: 5, y: 0, z: 0)) { out.append($0) }
         XCTAssertEqual(out.count, 1)
+        // Back in time: held until the next sample says whether the clock went back.
         resampler.push(Sample(time: 0.5, x: 0, y: 0, z: 0)) { out.append($0) }
-        XCTAssertEqual(out.count, 2)
+        XCTAssertEqual(out.count, 1)
+        resampler.push(Sample(time: 0.6, x: 0, y: 0, z: 0)) { out.append($0) }
+        XCTAssertEqual(out.dropFirst().first?.time, 0.5, "the grid restarts at the held sample")
         XCTAssertEqual(resampler.restarts, 1)
+    }
+
+    /// A single row out of order (a recorder's glitch) is dropped: the grid goes on as if it were not there.
+    /// Before, the grid restarted at it and again at the row after, with the glitch's values in the output.
+    func testASingleBackwardsSampleIsDroppedAndTheGridGoesOn() {
+        var clean = Resampler(rateHz: 60), glitched = Resampler(rateHz: 60)
+        var a: [Sample] = [], b: [Sample] = []
+        for n in 0..<100 {
+            let sample = Sample(time: Double(n) / 100, x: Double(n % 7), y: 0, z: 9.8)
+            clean.push(sample) { a.append($0) }
+            glitched.push(sample) { b.append($0) }
+            if n == 50 { glitched.push(Sample(time: -5000, x: 0, y: 0, z: 9.8)) { b.append($0) } }
+        }
+        XCTAssertEqual(a, b)
+        XCTAssertEqual(glitched.restarts, 0)
     }
 }

@@ -94,4 +94,51 @@ final class SampleSanityTests: XCTestCase {
         XCTAssertFalse(pause.afterGap)
         XCTAssertTrue(clock.due(59 + 61, now: 0).afterGap)
     }
+
+    /// One row whose time goes back (30 s here) is a glitch: due with the row before, and the rows after it keep
+    /// their place on the clock. Before, the clock restarted at the glitch and every later row was due 30 s late.
+    func testReplayClockKeepsTheRestOfTheFileInPlaceAfterOneBackwardsRow() {
+        var clock = ReplayClock(speed: 1)
+        for i in 0...100 { _ = clock.due(Double(i) / 100, now: 1000) }
+        let glitch = clock.due(1 - 30, now: 0)
+        XCTAssertEqual(glitch.wall, 1001, accuracy: 1e-9)
+        for i in 101...200 {
+            XCTAssertEqual(clock.due(Double(i) / 100, now: 0).wall, 1000 + Double(i) / 100, accuracy: 1e-9, "row at \(i)")
+        }
+    }
+
+    /// The played time, which the pipeline and the engine see, goes on without the recording's jumps: a day
+    /// forward and then an hour back each cost a gap of `gapSeconds`, so a step is never stamped a day away.
+    func testReplayClockPlaysADayForwardThenAnHourBackWithoutAJump() {
+        var clock = ReplayClock(speed: 1, gapSeconds: 1)
+        var times = (0..<1000).map { Double($0) / 100 }
+        times += (1000..<2000).map { 86_400 + Double($0) / 100 }
+        times += (2000..<3000).map { 86_400 - 3_600 + Double($0) / 100 }
+        var played: [Double] = []
+        for t in times { played.append(clock.due(t, now: 0).played) }
+        XCTAssertEqual(played[999], 9.99, accuracy: 1e-9)
+        XCTAssertEqual(played[1000], 10.99, accuracy: 1e-9, "a gap of a second")
+        // The first row an hour back is played with the row before (a glitch, until the next one confirms it).
+        XCTAssertEqual(played[2000], played[1999], accuracy: 1e-9)
+        XCTAssertEqual(played[2001], played[1999] + 1.01, accuracy: 1e-9, "the clock restarted at the row before")
+        XCTAssertEqual(played.last!, 31.97, accuracy: 1e-9, "30 s of rows and two gaps of a second")
+        for i in 1..<played.count { XCTAssertGreaterThanOrEqual(played[i], played[i - 1], "played time goes back at \(i)") }
+        XCTAssertEqual(clock.gaps, 2)
+        XCTAssertEqual(clock.glitches, 1)
+    }
+
+    /// A single row out of order is played at the time of the row before, and the played time of the rest is
+    /// the recording's own.
+    func testReplayClockPlaysAGlitchRowWithTheOneBefore() {
+        var clock = ReplayClock(speed: 4)
+        XCTAssertEqual(clock.due(50, now: 0).played, 50)
+        XCTAssertEqual(clock.due(51, now: 0).played, 51)
+        let glitch = clock.due(-7, now: 0)
+        XCTAssertEqual(glitch.played, 51)
+        XCTAssertTrue(glitch.afterGap)
+        XCTAssertEqual(clock.due(52, now: 0).played, 52)
+        XCTAssertEqual(clock.due(52, now: 0).wall, 0.5)
+        XCTAssertEqual(clock.gaps, 0)
+        XCTAssertEqual(clock.glitches, 1)
+    }
 }

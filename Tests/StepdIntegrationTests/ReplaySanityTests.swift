@@ -91,6 +91,51 @@ final class ReplaySanityTests: XCTestCase {
         XCTAssertEqual(log.components(separatedBy: "treated as a gap").count - 1, 1, "logged once:\n\(log)")
     }
 
+    /// A recording whose clock jumps a day forward and then an hour back, eight times: every step is stamped
+    /// within the replay's own minutes, and today's count equals the count. Before, a step confirmed after a
+    /// jump was stamped by the jumped clock: a day (less an hour) in the past, in yesterday's bins, or an hour
+    /// in the future, and `today` fell short of `steps`.
+    func testADayForwardThenAnHourBackStampsNoStepAwayFromTheReplay() throws {
+        let directory = try TemporaryDirectory()
+        var lines = try bundledLines()
+        var offset = 0.0
+        for i in 1..<lines.count {
+            if i >= 1500, i % 1000 == 500 { offset += 86_400 }
+            if i >= 2000, i % 1000 == 0 { offset -= 3_600 }
+            var fields = lines[i].split(separator: ",").map(String.init)
+            fields[0] = String(format: "%.4f", Double(fields[0])! + offset)
+            lines[i] = fields.joined(separator: ",")
+        }
+        let path = directory.file("jumps.csv")
+        try lines.joined(separator: "\n").appending("\n").write(toFile: path, atomically: true, encoding: .utf8)
+        let started = Date()
+        let daemon = try Daemon(arguments: ["--replay", path, "--speed", "10"])
+        try daemon.waitUntil(timeout: 120, "the replay to finish") { status in
+            (status["source"] as? [String: Any])?["state"] as? String == "finished"
+        }
+        let client = try daemon.connect()
+        let steps = try client.request(["cmd": "steps"])
+        let count = try XCTUnwrap(steps["steps"] as? Int)
+        XCTAssertGreaterThan(count, 100)
+        let format = ISO8601DateFormatter()
+        format.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let history = try client.request(["cmd": "history", "bin": "minute",
+                                          "from": format.string(from: started.addingTimeInterval(-3 * 86_400)),
+                                          "to": format.string(from: Date().addingTimeInterval(3 * 3_600))])
+        let bins = try XCTUnwrap(history["bins"] as? [[String: Any]], "\(history)")
+        XCTAssertEqual(history["steps"] as? Int, count, "\(history)")
+        for bin in bins {
+            let start = try XCTUnwrap(format.date(from: bin["start"] as? String ?? ""))
+            XCTAssertGreaterThan(start, started.addingTimeInterval(-120), "a step stamped before the replay: \(bin)")
+            XCTAssertLessThan(start, Date().addingTimeInterval(60), "a step stamped in the future: \(bin)")
+        }
+        let sinceMidnight = Calendar.current.startOfDay(for: Date()) <= started
+        if sinceMidnight {
+            XCTAssertEqual((steps["today"] as? [String: Any])?["steps"] as? Int, count, "\(steps)")
+        }
+        XCTAssertEqual(daemon.terminate(), 0, daemon.log)
+    }
+
     func testCadenceIsZeroAndPaceAbsentOnceAReplayEnds() throws {
         // The bundled walk ends while walking: the last figures must not stay frozen as if it went on.
         let (steps, _, _) = try replay(Binaries.bundledRecording)

@@ -8,7 +8,7 @@ import XCTest
 /// `stepctl steps`.
 ///
 /// Why each of its three tests takes about a minute (they run as separate processes, in scripts/test's slow_first):
-/// zones are whole minutes off UTC (ICU's "GMT+hh:mm", which the daemon takes from TZ), so a midnight can only be
+/// zones are whole minutes off UTC (POSIX's "GMT-hh:mm", which the daemon reads from TZ), so a midnight can only be
 /// put on a minute boundary, 8-75 s away, and each test waits for one.
 final class TodayTests: XCTestCase {
     private struct Step { var count: Int; var time: Date }
@@ -25,13 +25,14 @@ final class TodayTests: XCTestCase {
         return Date(timeIntervalSince1970: ((now + lead) / 60).rounded(.up) * 60)
     }
 
-    /// A TZ value (ICU's custom zone "GMT±hh:mm", east positive) whose local midnight is at `midnight`.
+    /// A TZ value whose local midnight is at `midnight`, in POSIX's form as the C library reads it ("GMT-hh:mm" is
+    /// hh:mm east of Greenwich; the daemon names it "GMT+hhmm").
     private func zone(withMidnightAt midnight: Date) -> String {
         let secondOfDay = Int(midnight.timeIntervalSince1970.rounded()) % 86_400
         // Local time = UTC + offset; midnight at that UTC second of day means offset = -secondOfDay (mod a day).
         let offset = secondOfDay <= 43_200 ? -secondOfDay : 86_400 - secondOfDay
         let magnitude = abs(offset) / 60
-        return String(format: "GMT%@%02d:%02d", offset < 0 ? "-" : "+", magnitude / 60, magnitude % 60)
+        return String(format: "GMT%@%02d:%02d", offset < 0 ? "+" : "-", magnitude / 60, magnitude % 60)
     }
 
     private func today(_ reply: [String: Any]) throws -> [String: Any] {

@@ -83,33 +83,41 @@ public final class ReplaySource: SampleSource, Sendable {
                 var due = now
                 while index < samples.count {
                     var s = samples[index]
-                    s.time += clockOffset
-                    let (wall, afterGap) = clock.due(s.time, now: now)
+                    // The pipeline and the engine see the played time: a glitch in the recording's clock
+                    // neither shifts the rest of the file nor stamps the steps before it a day away.
+                    let (wall, played, afterGap) = clock.due(s.time + clockOffset, now: now)
+                    s.time = played
                     if afterGap && !reportedGap {
                         reportedGap = true
                         logger.notice("""
                             replay \(path): the recording's clock jumps at sample \(index + 1) \
-                            (t = \(samples[index].time)); treated as a gap, here and at any later jump
+                            (t = \(samples[index].time)); treated as a gap (a single row out of order: played \
+                            with the one before), here and at any later jump
                             """)
                     }
                     if let first, wall - first > Self.batchSeconds { break }
                     if first == nil { first = wall }
                     due = wall
                     batch.append(s)
-                    if s.time.isFinite { lastTime = max(lastTime, s.time) }
+                    if samples[index].time.isFinite { lastTime = max(lastTime, samples[index].time + clockOffset) }
                     index += 1
                 }
                 let deliverAt = max(due, earliestNextBatch)
                 if wait(until: deliverAt) { return }
                 earliestNextBatch = deliverAt + Self.leastBatchSpacingSeconds
                 sink.receive(batch)
-                if lastTime.isFinite { pressure?.feed(until: lastTime, offset: clockOffset, to: barometer) }
+                // The barometer's file is on the recording's clock: played on the accelerometer's played clock.
+                if lastTime.isFinite {
+                    pressure?.feed(until: clock.lastPlayed, offset: clockOffset + clock.offsetSeconds, to: barometer)
+                }
             }
             // The next pass continues the clock one typical interval after the last sample.
             if lastTime.isFinite { clockOffset = lastTime + period - samples[0].time }
             pressure?.rewind()
         } while loop && samples[0].time.isFinite
-        if clock.gaps > 0 { logger.debug("replay \(path): \(clock.gaps) gaps in the recording's clock") }
+        if clock.gaps + clock.glitches > 0 {
+            logger.debug("replay \(path): \(clock.gaps) gaps and \(clock.glitches) rows out of order in the recording's clock")
+        }
         sink.sourceStateChanged(.finished)
         if pressure != nil { barometer?.barometerStateChanged(.finished) }
     }

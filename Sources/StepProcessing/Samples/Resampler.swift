@@ -9,6 +9,8 @@ public struct Resampler: Sendable {
     public let maximumGapSeconds: Double
     private let period: Double
     private var previous: Sample?
+    /// A sample whose time went back, not yet known to be a glitch or a clock set back.
+    private var pendingBack: Sample?
     /// Index of the next grid point to emit, counted from `origin`; the product keeps times exact over days.
     private var origin = 0.0
     private var nextIndex = 0.0
@@ -25,6 +27,7 @@ public struct Resampler: Sendable {
 
     public mutating func reset() {
         previous = nil
+        pendingBack = nil
         restarts = 0
     }
 
@@ -42,10 +45,21 @@ public struct Resampler: Sendable {
         }
         let span = sample.time - last.time
         if span <= 0 {
-            // A repeated timestamp adds nothing; a clock that jumps back starts a new grid.
-            if span < 0 { restarts += 1; start(at: sample, emit: emit) }
+            // A repeated timestamp adds nothing. A time behind the last is held: a single row out of order is
+            // dropped when the next one follows on from the rows before it; a clock that went back (the next
+            // one follows on from the held one) starts a new grid at it.
+            guard span < 0 else { return }
+            if let back = pendingBack, sample.time >= back.time {
+                pendingBack = nil
+                restarts += 1
+                start(at: back, emit: emit)
+                pushImplementation(sample, emit: emit)
+            } else {
+                pendingBack = sample
+            }
             return
         }
+        pendingBack = nil
         if span > maximumGapSeconds {
             restarts += 1
             start(at: sample, emit: emit)

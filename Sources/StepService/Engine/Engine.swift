@@ -71,6 +71,7 @@ public final class Engine: SampleSink, BarometerSink, Sendable {
         self.configuration = configuration
         self.logger = logger
         dayCalendar = Self.daemonCalendar
+        if let warning = DaemonTimeZone.current.warning { logger.warning("\(warning)") }
         let initial = EngineState(configuration: configuration, calendar: dayCalendar)
         stepHoldBackSeconds = initial.pipeline.detector.longestReportDelaySeconds
         published = NIOLockedValueBox(initial.snapshot(rateOutHz: configuration.rateHz, sourceRejected: 0,
@@ -80,11 +81,11 @@ public final class Engine: SampleSink, BarometerSink, Sendable {
         queue.async { [self] in withState { scheduleMidnight(&$0) } }
     }
 
-    /// The calendar the daemon's days follow: its time zone ($TZ, else /etc/localtime), as STATUS names it and
-    /// `history` bins days by.
+    /// The calendar the daemon's days follow: its time zone ($TZ as the C library reads it, else /etc/localtime:
+    /// DaemonTimeZone), as STATUS names it and `history` bins days by.
     public static var daemonCalendar: Calendar {
         var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone.current
+        calendar.timeZone = DaemonTimeZone.current.zone
         return calendar
     }
 

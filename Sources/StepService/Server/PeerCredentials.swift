@@ -50,7 +50,7 @@ struct PeerCredentials: Sendable, Equatable {
     }
 
     /// Linux's `struct ucred` (glibc hides it behind _GNU_SOURCE): the same three fields in the same order.
-    private struct KernelUcred {
+    struct KernelUcred {
         var pid: pid_t = 0
         var uid: uid_t = 0
         var gid: gid_t = 0

@@ -66,8 +66,10 @@ public final class ProtocolServer: Sendable {
     /// What the thread that starts and stops the server sets.
     private struct Setup {
         var channel: Channel?
-        /// True when systemd handed us the socket: then the socket file is systemd's, not ours to remove.
-        var adoptedSocket = false
+        /// The device and inode of the socket this daemon put at its path: at stop it removes the path only
+        /// while it is still that socket, not one a second daemon bound there after ours was unlinked. Nil when
+        /// systemd handed us the socket: then the socket file is systemd's, not ours to remove.
+        var boundSocket: SocketIdentity?
         var store: StepStore?
         var fleet: FleetPublisher?
     }
@@ -189,6 +191,7 @@ public final class ProtocolServer: Sendable {
                 throw ServerError.cannotBind(path: path, reason: "cannot link the socket from \(staging): \(String(cString: strerror(linked)))")
             }
         }
+        setup.withLock { $0.boundSocket = SocketIdentity(path: path) }
         logger.info("listening on \(path)")
     }
 
@@ -203,12 +206,8 @@ public final class ProtocolServer: Sendable {
     public func start(adoptingListeningSocket descriptor: CInt) throws {
         do {
             let channel = try bootstrap().withBoundSocket(descriptor).wait()
-            setup.withLock {
-                $0.adoptedSocket = true
-                $0.channel = channel
-            }
+            setup.withLock { $0.channel = channel }
         } catch {
-            setup.withLock { $0.adoptedSocket = true }
             throw ServerError.cannotBind(path: configuration.socketPath, reason: "adopting descriptor \(descriptor): \(error)")
         }
         logger.info("serving the socket systemd passed (\(configuration.socketPath))")
@@ -237,13 +236,16 @@ public final class ProtocolServer: Sendable {
     }
 
     public func stop() {
-        let (channel, adoptedSocket) = setup.withLock { ($0.channel, $0.adoptedSocket) }
+        let (channel, boundSocket) = setup.withLock { ($0.channel, $0.boundSocket) }
         try? channel?.close().wait()
         try? loop.submit { [self] in memoryTrim?.cancel() }.wait()
         try? loop.submit { [self] in
             for session in sessions.values { session.channel.close(promise: nil) }
         }.wait()
-        if !adoptedSocket { unlink(configuration.socketPath) }
+        // systemd's socket (adopted) is systemd's to remove; ours only while the path still names it.
+        if let boundSocket, SocketIdentity(path: configuration.socketPath) == boundSocket {
+            unlink(configuration.socketPath)
+        }
         try? group.syncShutdownGracefully()
     }
 
@@ -304,5 +306,18 @@ public final class ProtocolServer: Sendable {
     public func repeatOnLoop(every interval: TimeInterval, _ body: @escaping @Sendable () -> Void) -> RepeatedTask {
         let delay = TimeAmount.milliseconds(Int64((interval * 1000).rounded()))
         return loop.scheduleRepeatedTask(initialDelay: delay, delay: delay) { _ in body() }
+    }
+}
+
+/// Which file a path names (device and inode, as lstat(2) says), to tell our socket from another at the same path.
+struct SocketIdentity: Equatable {
+    let device: UInt64
+    let inode: UInt64
+
+    init?(path: String) {
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFSOCK else { return nil }
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
     }
 }

@@ -229,6 +229,14 @@ final class StoreCore {
         if problem.isChangedInPlace {
             do { try writer.setAside(as: aside) } catch { logger.error("\(error)") }
         }
+        if problem == .replaced {
+            let logAside = configuration.path + ".replaced-" + Self.asideStamp(Date())
+            do {
+                if try writer.setAsideOwnLog(as: logAside) {
+                    logger.notice("store \(configuration.path): another file was put in its place; the old file's write-ahead log is kept as \(logAside)-wal, so that it is not replayed over the new one")
+                }
+            } catch { logger.error("\(error)") }
+        }
         writer.drop()
         schedule(.fast)
     }

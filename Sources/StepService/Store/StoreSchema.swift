@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 
 /// The database layout, as GRDB migrations: a database written by an older stepd is brought up to date on
@@ -15,6 +16,57 @@ import GRDB
 /// - `walking_bout` (v5): each walking bout that ended, with its gait measures (NULL where not given); and
 ///   `mqtt_bout_mark`, the newest bout put in the MQTT outbox (Fleet/FleetBouts.swift).
 enum StoreSchema {
+    /// `PRAGMA application_id` of a stepd database ("STEP" in ASCII), as file(1) and sqlite3's `.dbinfo` show it.
+    static let applicationID: Int32 = 0x5354_4550
+
+    /// A file at the store's path that is not a stepd database: left as it is.
+    struct NotOurs: Error, CustomStringConvertible {
+        let applicationID: Int32
+        let tables: [String]
+        var description: String {
+            let holding = tables.isEmpty ? "no tables" : "tables " + tables.prefix(5).joined(separator: ", ") + (tables.count > 5 ? ", ..." : "")
+            return "not a stepd database (application_id \(applicationID), \(holding)); it is left as it is: "
+                + "move it away and a fresh history starts, or put a stepd backup there"
+        }
+    }
+
+    /// Whether the open file is stepd's: its application_id, or (a file written before stepd set one) no
+    /// application_id and stepd's migrations table with the counter and minute bins, or nothing at all (a new
+    /// file). Returns whether the application_id is still to be set; throws NotOurs for anything else.
+    static func check(_ db: Database) throws -> Bool {
+        let id = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
+        if id == applicationID { return false }
+        let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        let olderStepd = ["grdb_migrations", "counter", "minute_bin"].allSatisfy(tables.contains)
+        guard id == 0, tables.isEmpty || olderStepd else { throw NotOurs(applicationID: id, tables: tables) }
+        return true
+    }
+
+    /// Why the file at `path` is not stepd's, looked at read-only before the store opens it: opening it for
+    /// writing would already change it (WAL mode is written into its header). Nil when it is stepd's, new, or
+    /// cannot be read this way (the open that follows then says why).
+    static func refusal(path: String) -> NotOurs? {
+        var info = stat()
+        guard stat(path, &info) == 0, info.st_size > 0 else { return nil }
+        var config = GRDB.Configuration()
+        config.readonly = true
+        guard let queue = try? DatabaseQueue(path: path, configuration: config) else { return nil }
+        defer { try? queue.close() }
+        return try? queue.read { db -> NotOurs? in
+            do {
+                _ = try check(db)
+                return nil
+            } catch let refusal as NotOurs {
+                return refusal
+            }
+        }
+    }
+
+    /// Claims a new file, or one written before stepd set its application_id, for stepd.
+    static func claim(_ db: Database) throws {
+        if try check(db) { try db.execute(sql: "PRAGMA application_id = \(applicationID)") }
+    }
+
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1: minute bins, counter, track, visits") { db in

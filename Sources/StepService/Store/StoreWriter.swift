@@ -48,6 +48,9 @@ final class StoreWriter {
         for place in [directory, path] where access(place, W_OK) != 0 && errno != ENOENT {
             throw .cannotWrite(path: path, reason: "\(place): \(String(cString: strerror(errno)))")
         }
+        if let refusal = StoreSchema.refusal(path: path) {
+            throw .cannotOpen(path: path, reason: refusal.description)
+        }
         var config = GRDB.Configuration()
         config.journalMode = .wal
         config.label = "stepd.store"
@@ -62,6 +65,12 @@ final class StoreWriter {
         }
         do {
             let db = try DatabasePool(path: path, configuration: config)
+            do {
+                try db.write(StoreSchema.claim)
+            } catch let refusal as StoreSchema.NotOurs {
+                try? db.close()
+                throw StoreError.cannotOpen(path: path, reason: refusal.description)
+            }
             try StoreSchema.migrator.migrate(db)
             guard case .success(let opened) = StoreFileIdentity.of(path: path) else {
                 try? db.close()
@@ -171,6 +180,21 @@ final class StoreWriter {
         identity = nil
         contents = nil
         _ = try? leases.retire(waitingUpTo: 1)
+    }
+
+    /// After another file was put at the path (a backup moved over it): moves this store's own write-ahead log
+    /// and index away from the path, to `aside`, so that the file now there is opened without them. SQLite
+    /// leaves the log of a file that is no longer at its path when it closes it, and would replay it over the
+    /// new file at the next open (a backup's 571,894 minute bins became 2). The log is the store's own when it
+    /// is as the last commit left it; one moved in with the new file is left to it. Returns whether it moved.
+    func setAsideOwnLog(as aside: String) throws -> Bool {
+        guard let ours = contents?.log, StoreFileContents.Stamp.of(path: path + "-wal") == ours else { return false }
+        for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
+            guard rename(path + suffix, aside + suffix) == 0 else {
+                throw StoreError.cannotWrite(path: path, reason: "cannot move its write-ahead log to \(aside + suffix): \(String(cString: strerror(errno)))")
+            }
+        }
+        return true
     }
 
     /// Moves a file changed by another program (and its log and index, if any) to `aside`, so that a fresh

@@ -10,7 +10,7 @@ extension ProtocolServer {
     func history(_ request: Request, loop: EventLoop, reply: @escaping (Data) -> Void) throws {
         let reply = NIOLoopBound(reply, eventLoop: loop)  // called on the loop only
         let store = try storeForRequest()
-        let timeZone = TimeZone.current
+        let timeZone = DaemonTimeZone.current.zone
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = timeZone
         let now = Date()

@@ -18,7 +18,7 @@ extension ProtocolServer {
         message.barometer = s.barometerStatus
         message.steps = engine.stepCountingStatus
         message.relative_altitude_m = s.relativeAltitudeMeters.flatMap { $0.isFinite ? Replies.rounded($0, 2) : nil }
-        let zone = TimeZone.current
+        let zone = DaemonTimeZone.current.zone
         message.time_zone = zone.identifier
         message.utc_offset_s = zone.secondsFromGMT(for: Date())
         return message

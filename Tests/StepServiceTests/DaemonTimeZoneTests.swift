@@ -1,0 +1,54 @@
+import Foundation
+import StepService
+import XCTest
+
+/// $TZ as the C library reads it. Before, `TimeZone.current` took `GMT+4:25` with the wrong sign and made
+/// `IST-5:30`, `:Europe/Berlin` and `CET-1CEST,M3.5.0,M10.5.0/3` UTC, so "today" began at the wrong hour.
+final class DaemonTimeZoneTests: XCTestCase {
+    private var saved: String?
+
+    override func setUp() { saved = ProcessInfo.processInfo.environment["TZ"] }
+
+    override func tearDown() {
+        if let saved { setenv("TZ", saved, 1) } else { unsetenv("TZ") }
+        tzset()
+    }
+
+    private func resolve(_ tz: String) -> DaemonTimeZone.Resolution {
+        setenv("TZ", tz, 1)
+        return DaemonTimeZone.resolve(tz)
+    }
+
+    func testPOSIXOffsetsKeepTheirSignAndMinutes() {
+        XCTAssertEqual(resolve("GMT+4:25").zone.secondsFromGMT(), -(4 * 3600 + 25 * 60), "west of Greenwich")
+        XCTAssertEqual(resolve("IST-5:30").zone.secondsFromGMT(), 5 * 3600 + 30 * 60)
+        XCTAssertNil(resolve("IST-5:30").warning)
+    }
+
+    func testColonAreaCityAndZoneinfoPathsAreIANAZones() {
+        XCTAssertEqual(resolve(":Europe/Berlin").zone.identifier, "Europe/Berlin")
+        XCTAssertEqual(resolve(":/usr/share/zoneinfo/Asia/Kolkata").zone.identifier, "Asia/Kolkata")
+        XCTAssertEqual(resolve("America/New_York").zone.identifier, "America/New_York")
+    }
+
+    /// A midnight drawn in the zone: the start of "today" at 12:00 UTC on 2026-01-15.
+    func testTodayStartsAtTheZonesMidnight() {
+        var calendar = Calendar(identifier: .gregorian)
+        let noon = Date(timeIntervalSince1970: 1_768_478_400)   // 2026-01-15T12:00:00Z
+        calendar.timeZone = resolve("IST-5:30").zone
+        XCTAssertEqual(calendar.startOfDay(for: noon).timeIntervalSince1970, 1_768_478_400 - 17.5 * 3600, "17:30 in India: midnight was 17 h 30 min before")
+        calendar.timeZone = resolve(":Europe/Berlin").zone
+        XCTAssertEqual(calendar.startOfDay(for: noon).timeIntervalSince1970, 1_768_478_400 - 13 * 3600)
+    }
+
+    /// DST rules of its own: the offset the C library gives now, and a warning that says so (never UTC silently).
+    func testRulesOfItsOwnTakeTheCLibrarysOffsetNowAndWarn() {
+        let resolution = resolve("CET-1CEST,M3.5.0,M10.5.0/3")
+        var now = time(nil)
+        var local = tm()
+        localtime_r(&now, &local)
+        XCTAssertEqual(resolution.zone.secondsFromGMT(), local.tm_gmtoff)
+        XCTAssertTrue([3600, 7200].contains(resolution.zone.secondsFromGMT()))
+        XCTAssertTrue(resolution.warning?.contains("daylight-saving rules of its own") ?? false)
+    }
+}

@@ -12,6 +12,8 @@ import GRDB
 /// - `mqtt_outbox`, `mqtt_outbox_mark` (v2): messages for the MQTT broker kept until it acknowledges them, and
 ///   the newest minute put in the outbox (Fleet/StepStore+Outbox.swift).
 /// - `mqtt_visit_mark` (v3): the newest visit whose arrival, and the newest whose departure, went into the outbox.
+/// - `counter.distance_m` (v5): the distance of the steps since the reset, each step's own stride (NULL in a
+///   database written before: the minute bins since the reset stand in).
 enum StoreSchema {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -77,6 +79,11 @@ enum StoreSchema {
             try db.alter(table: "counter") { t in
                 t.add(column: "floors_ascended", .integer)
                 t.add(column: "floors_descended", .integer)
+            }
+        }
+        migrator.registerMigration("v5: distance since the last reset in the counter") { db in
+            try db.alter(table: "counter") { t in
+                t.add(column: "distance_m", .double)
             }
         }
         return migrator

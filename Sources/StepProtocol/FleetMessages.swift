@@ -37,8 +37,12 @@ public struct MinuteRecordMessage: Codable, Sendable, Equatable {
     public var distance_m: Double
     /// Absent when no floor source reported in the minute.
     public var floors: Int?
+    /// `true` for a minute not yet finished, sent as it stood at a clean stop; the finished minute, sent after the
+    /// next start under the same key, replaces it. Absent from a finished minute.
+    public var partial: Bool?
 
-    public init(key: String, device: String, start: String, end: String, steps: Int, distance_m: Double, floors: Int?) {
+    public init(key: String, device: String, start: String, end: String, steps: Int, distance_m: Double, floors: Int?,
+                partial: Bool? = nil) {
         self.key = key
         self.device = device
         self.start = start
@@ -46,6 +50,7 @@ public struct MinuteRecordMessage: Codable, Sendable, Equatable {
         self.steps = steps
         self.distance_m = distance_m
         self.floors = floors
+        self.partial = partial
     }
 }
 

@@ -111,7 +111,8 @@ struct Run: ParsableCommand {
         parts.append(Lifecycle.Part("engine", start: { engine.attach(source: source.source) }, stop: { engine.drain() }))
         // Before the sources start, so that no step or visit goes by unpublished.
         if let fleet {
-            parts.append(Lifecycle.Part("MQTT", start: {
+            // The last STEPS and minutes, acknowledged, then DISCONNECT: FleetPublisher.stop's waits.
+            parts.append(Lifecycle.Part("MQTT", stopBudgetSeconds: 5, start: {
                 do { try fleet.start() } catch { throw StartFailure(description: "\(error)", status: .config) }
             }, stop: { fleet.stop() }))
         }

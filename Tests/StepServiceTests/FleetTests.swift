@@ -89,6 +89,11 @@ final class FleetTests: XCTestCase {
         XCTAssertEqual(object["steps"] as? Int, 97)
         XCTAssertEqual(object["distance_m"] as? Double, 68.288)
         XCTAssertNil(object["floors"])
+        // A minute sent at a clean stop before it was finished says so; the finished one has the same key.
+        let partial = FleetPayloads.minute(device: "w7", minute: 29_692_800, steps: 40, distanceMeters: 28, floors: nil, partial: true)
+        XCTAssertEqual(partial.key, key)
+        XCTAssertTrue(partial.payload.hasSuffix(",\"partial\":true}"), partial.payload)
+        XCTAssertFalse(payload.contains("partial"), payload)
         // The same minute makes the same key, whatever its figures: that is how a duplicate is recognised.
         XCTAssertEqual(FleetPayloads.minute(device: "w7", minute: 29_692_800, steps: 1, distanceMeters: 0, floors: 2).key, key)
         XCTAssertNotEqual(FleetPayloads.minute(device: "w8", minute: 29_692_800, steps: 97, distanceMeters: 0, floors: nil).key, key)
@@ -215,7 +220,8 @@ final class FleetTests: XCTestCase {
     }
 
     func testHomeAssistantDiscoveryMakesSixSensorsAndATrackerAsOneDevice() throws {
-        let discovery = HomeAssistantDiscovery(deviceID: "w7", deviceName: "pinephone", topics: FleetTopics(prefix: "stepd/w7"))
+        let discovery = HomeAssistantDiscovery(deviceID: "w7", deviceName: "pinephone", entityName: "pinephone-57fe1661",
+                                               topics: FleetTopics(prefix: "stepd/w7"))
         let messages = discovery.messages
         XCTAssertEqual(messages.map(\.topic), ["steps", "steps_today", "distance", "cadence", "activity", "floors"].map {
             "homeassistant/sensor/stepd_w7/\($0)/config"
@@ -227,19 +233,49 @@ final class FleetTests: XCTestCase {
             XCTAssertEqual(config["availability_topic"] as? String, "stepd/w7/status")
         }
         XCTAssertEqual(identifiers, ["stepd_w7"])
-        // Steps today falls to 0 at midnight: total_increasing, which HA's statistics take as a new cycle.
-        let today = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(messages[1].payload.utf8)) as? [String: Any])
-        XCTAssertEqual(today["state_class"] as? String, "total_increasing")
-        XCTAssertEqual(today["value_template"] as? String, "{{ value_json.today.steps if value_json.today is defined else this.state }}")
-        let first = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(messages[0].payload.utf8)) as? [String: Any])
-        XCTAssertEqual((first["device"] as? [String: Any])?["name"] as? String, "pinephone", "the host name is the device's name")
-        let tracker = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(messages.last!.payload.utf8)) as? [String: Any])
+        let configs = try messages.map { try XCTUnwrap(try JSONSerialization.jsonObject(with: Data($0.payload.utf8)) as? [String: Any]) }
+        // Entity ids from the host name and the short id; the unique ids keep the whole device id.
+        XCTAssertEqual(configs.map { $0["object_id"] as? String }, ["steps", "steps_today", "distance", "cadence", "activity", "floors", "position"].map {
+            "pinephone_57fe1661_\($0)"
+        })
+        XCTAssertEqual(configs[0]["unique_id"] as? String, "stepd_w7_steps")
+        // Steps today falls to 0 at midnight: total_increasing, which HA's statistics take as a new cycle. A field a
+        // message lacks gives an empty string, which HA's MQTT sensor ignores for a numeric sensor: never this.state,
+        // which is "unknown" in a Home Assistant just started.
+        XCTAssertEqual(configs[1]["state_class"] as? String, "total_increasing")
+        XCTAssertEqual(configs[1]["value_template"] as? String,
+                       "{{ value_json.today.steps if value_json is mapping and value_json.today is defined and value_json.today.steps is defined else '' }}")
+        XCTAssertEqual(configs[5]["value_template"] as? String,
+                       "{{ value_json.floors_ascended if value_json is mapping and value_json.floors_ascended is defined else '' }}")
+        XCTAssertFalse(messages.contains { $0.payload.contains("this.state") })
+        XCTAssertEqual(configs[2]["suggested_display_precision"] as? Int, 0, "distance in whole metres")
+        XCTAssertEqual(configs[2]["device_class"] as? String, "distance")
+        // Activity is an enum with its options, and no unit or state class (HA refuses those for an enum).
+        XCTAssertEqual(configs[4]["device_class"] as? String, "enum")
+        XCTAssertEqual(configs[4]["options"] as? [String], ["walking", "stationary"])
+        XCTAssertNil(configs[4]["state_class"])
+        XCTAssertNil(configs[4]["unit_of_measurement"])
+        XCTAssertEqual((configs[0]["device"] as? [String: Any])?["name"] as? String, "pinephone", "the host name is the device's name")
+        let tracker = try XCTUnwrap(configs.last)
         XCTAssertEqual(tracker["json_attributes_topic"] as? String, "stepd/w7/position")
         XCTAssertEqual(tracker["source_type"] as? String, "gps")
+        // gps_accuracy only from eph_m: without it none, rather than 0, which reads as exact.
+        let attributes = try XCTUnwrap(tracker["json_attributes_template"] as? String)
+        XCTAssertFalse(attributes.contains("default(0)"), attributes)
+        XCTAssertTrue(attributes.contains("{% if value_json.eph_m is defined and value_json.eph_m is not none %}"), attributes)
+    }
+
+    /// The value template of a field nested in STEPS tests each level, so that a message without `today` renders
+    /// an empty string rather than failing on a field of an undefined object.
+    func testANumericTemplateTestsEveryLevelOfItsField() {
+        XCTAssertEqual(HomeAssistantDiscovery.numericTemplate(field: "steps"),
+                       "{{ value_json.steps if value_json is mapping and value_json.steps is defined else '' }}")
+        XCTAssertEqual(HomeAssistantDiscovery.numericTemplate(field: "today.distance_m"),
+                       "{{ value_json.today.distance_m if value_json is mapping and value_json.today is defined and value_json.today.distance_m is defined else '' }}")
     }
 
     func testHomeAssistantDiscoveryDeclaresOnlyWhatExistsAndRemovesTheRest() throws {
-        let discovery = HomeAssistantDiscovery(deviceID: "w7", deviceName: "w7", topics: FleetTopics(prefix: "stepd/w7"),
+        let discovery = HomeAssistantDiscovery(deviceID: "w7", deviceName: "w7", entityName: "w7", topics: FleetTopics(prefix: "stepd/w7"),
                                                hasBarometer: false, hasGPS: false)
         let declared = discovery.messages.filter { !$0.payload.isEmpty }.map(\.topic)
         let removed = discovery.messages.filter { $0.payload.isEmpty }.map(\.topic)
@@ -282,10 +318,13 @@ final class FleetTests: XCTestCase {
         XCTAssertEqual(c.deviceID, "57fe1661d39345baaf86d95e22c24211")
         XCTAssertEqual(c.topicPrefix, "stepd/pinephone-57fe1661")
         XCTAssertEqual(c.deviceName, "pinephone")
+        XCTAssertEqual(c.entityName, "pinephone-57fe1661", "entity ids are as short as the topic")
         XCTAssertEqual(FleetConfiguration(broker: broker, defaultIdentityWithTopicPrefix: "lab/x", machineIDFiles: [file], hostName: "p").topicPrefix, "lab/x")
         let noMachineID = FleetConfiguration(broker: broker, defaultIdentityWithTopicPrefix: nil, machineIDFiles: [directory.appendingPathComponent("none").path], hostName: "pinephone")
         XCTAssertEqual(noMachineID.deviceID, "pinephone")
         XCTAssertEqual(noMachineID.topicPrefix, "stepd/pinephone")
+        XCTAssertEqual(noMachineID.entityName, "pinephone")
+        XCTAssertEqual(FleetConfiguration(broker: broker, deviceID: "wearable-07").entityName, "wearable-07")
         XCTAssertEqual(DeviceIdentity.hostName("mobian.local"), "mobian")
         XCTAssertEqual(DeviceIdentity.hostName("my host"), "my-host")
     }

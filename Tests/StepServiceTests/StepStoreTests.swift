@@ -36,10 +36,12 @@ final class StepStoreTests: XCTestCase {
         let first = makeStore()
         XCTAssertEqual(first.open(fresh: .init(steps: 0, since: since)), .init(steps: 0, since: since))
         for i in 1...5 { first.record(.step(count: i, time: Date(), distanceMeters: 0.7)) }
-        XCTAssertEqual(first.close(), .init(steps: 5, since: since))
+        // The counter keeps the distance of those steps, each step's own stride added up.
+        let distance = (1...5).reduce(0.0) { sum, _ in sum + 0.7 }
+        XCTAssertEqual(first.close(), .init(steps: 5, since: since, distanceMeters: distance))
 
         let second = makeStore()
-        XCTAssertEqual(second.open(fresh: .init(steps: 0, since: Date())), .init(steps: 5, since: since))
+        XCTAssertEqual(second.open(fresh: .init(steps: 0, since: Date())), .init(steps: 5, since: since, distanceMeters: distance))
         let bins = try second.history(from: Date().addingTimeInterval(-120), to: Date().addingTimeInterval(60), size: .minute)
         XCTAssertEqual(bins.reduce(0) { $0 + $1.steps }, 5)
         XCTAssertEqual(bins.reduce(0) { $0 + $1.distanceMeters }, 3.5, accuracy: 1e-9)
@@ -145,7 +147,7 @@ final class StepStoreTests: XCTestCase {
         let resetAt = Date()
         store.record(.reset(since: resetAt))
         store.record(.step(count: 1, time: Date(), distanceMeters: 0.7))
-        XCTAssertEqual(store.close(), .init(steps: 1, since: resetAt))
+        XCTAssertEqual(store.close(), .init(steps: 1, since: resetAt, distanceMeters: 0.7), "the distance starts again at the reset")
         let reopened = makeStore()
         XCTAssertEqual(reopened.open(fresh: .init(steps: 0, since: Date())).steps, 1)
         let bins = try reopened.history(from: Date().addingTimeInterval(-3600), to: Date().addingTimeInterval(60), size: .hour)
@@ -240,7 +242,7 @@ final class StepStoreTests: XCTestCase {
         first.record(.floors(added: .init(ascended: 3, descended: 0), total: .init(ascended: 3, descended: 0), time: Date()))
         first.record(.floors(added: .init(ascended: 0, descended: 2), total: .init(ascended: 3, descended: 2), time: Date()))
         first.record(.step(count: 2, time: Date(), distanceMeters: 0.7))
-        let saved = StepStore.Counter(steps: 2, since: since, floors: .init(ascended: 3, descended: 2))
+        let saved = StepStore.Counter(steps: 2, since: since, distanceMeters: 1.4, floors: .init(ascended: 3, descended: 2))
         XCTAssertEqual(first.close(), saved)
 
         let second = makeStore()
@@ -279,7 +281,7 @@ final class StepStoreTests: XCTestCase {
         let engine = Engine()
         let store = makeStore()
         EngineRecording.start(engine: engine, store: store, logger: Logger(label: "test"))
-        XCTAssertNil(engine.snapshot.floorsAscended, "no barometer yet: no floors shown")
+        XCTAssertEqual(engine.snapshot.floorsAscended, 3, "the saved floors show at once, before the barometer is known")
         engine.receive(pressure: PressureReading(time: 1, kilopascal: 100.5))
         engine.drain()
         XCTAssertEqual(engine.snapshot.floorsAscended, 3)

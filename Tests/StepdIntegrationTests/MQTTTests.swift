@@ -113,6 +113,8 @@ final class MQTTTests: XCTestCase {
         for message in subscriber.messages {
             let record = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(message.payload.utf8)) as? [String: Any])
             let key = try XCTUnwrap(record["key"] as? String)
+            // A minute sent at a clean stop before it was finished; the finished one replaces it (docs/fleet.md).
+            if record["partial"] as? Bool == true { continue }
             if let earlier = first[key] {
                 duplicates += 1
                 XCTAssertEqual(NSDictionary(dictionary: earlier), NSDictionary(dictionary: record), "a duplicate of \(key) differs")

@@ -105,6 +105,18 @@ final class ServiceInstallTests: XCTestCase {
         XCTAssertEqual(verify.status, 0, verify.stdout + verify.stderr)
         XCTAssertFalse((verify.stdout + verify.stderr).contains("stepd."), "verify complains:\n\(verify.stdout)\(verify.stderr)")
 
+        // docs/fleet.md's drop-in for a public broker: read by systemd (a bad address is named) and accepted.
+        let dropIn = units + "/stepd.service.d"
+        try FileManager.default.createDirectory(atPath: dropIn, withIntermediateDirectories: true)
+        try "[Service]\nIPAddressAllow=not-an-address\n".write(toFile: dropIn + "/broker.conf", atomically: true, encoding: .utf8)
+        let bad = try runCommand(analyze, ["verify", "--man=no", units + "/stepd.service", units + "/stepd.socket"])
+        XCTAssertTrue((bad.stdout + bad.stderr).contains("broker.conf:2: Address prefix is invalid"), bad.stdout + bad.stderr)
+        try "[Service]\nIPAddressAllow=203.0.113.10 100.64.0.0/10\n".write(toFile: dropIn + "/broker.conf", atomically: true, encoding: .utf8)
+        let allowed = try runCommand(analyze, ["verify", "--man=no", units + "/stepd.service", units + "/stepd.socket"])
+        XCTAssertEqual(allowed.status, 0, allowed.stdout + allowed.stderr)
+        XCTAssertFalse((allowed.stdout + allowed.stderr).contains("stepd."), "verify complains:\n\(allowed.stdout)\(allowed.stderr)")
+        try FileManager.default.removeItem(atPath: dropIn)
+
         for unit in ["stepd.service", "stepd-web.service"] {
             let security = try runCommand(analyze, ["security", "--offline=true", "--no-pager", units + "/" + unit])
             let line = try XCTUnwrap((security.stdout + security.stderr).split(separator: "\n")

@@ -1,7 +1,7 @@
 /// Walking or standing still, as CMPedometerEvent's pause and resume: walking from the first step of a run of
 /// steps, stationary once no step has come for `pauseSeconds`. Also keeps the active time for average pace.
 public struct ActivityTracker: Sendable {
-    public enum State: String, Sendable { case walking, stationary }
+    public enum State: String, Sendable, CaseIterable { case walking, stationary }
 
     /// Walking cadence rarely drops under 60 steps a minute; 2.5 s without a step is a pause.
     public let pauseSeconds: Double

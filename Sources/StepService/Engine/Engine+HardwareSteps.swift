@@ -79,6 +79,7 @@ extension Engine {
                     _ s: inout EngineState) {
         for t in times {
             s.steps += 1
+            s.distanceMeters += s.stride.strideMeters
             s.day.step(at: wall(t), distanceMeters: s.stride.strideMeters)
             s.floors.step(at: t)
             s.cadence.record(stepAt: t)

@@ -21,7 +21,9 @@ extension Engine {
         queue.async { [self] in
             withState { s in
                 s.steps = 0
+                s.distanceMeters = 0
                 s.restoredSteps = 0
+                s.restoredFloors = false
                 s.since = Date()
                 s.cadence.reset()
                 s.activity.reset()
@@ -35,14 +37,17 @@ extension Engine {
 
     // MARK: Persistence (the store)
 
-    /// Goes on from a count saved by an earlier run, with its floors when it had a barometer; called before
-    /// the source starts. The floors show once this run's barometer gives a reading.
-    public func restore(steps: Int, since: Date, floors saved: FloorCounts?) {
+    /// Goes on from a count saved by an earlier run (its steps, their distance, and its floors when it had a
+    /// barometer); called before the source starts. The floors show at once, and stay once this run's barometer
+    /// is known to be there (EngineState.snapshot).
+    public func restore(steps: Int, since: Date, distanceMeters: Double = 0, floors saved: FloorCounts?) {
         queue.sync {
             withState { s in
                 s.steps = steps
+                s.distanceMeters = distanceMeters
                 s.since = since
                 s.restoredSteps = steps
+                s.restoredFloors = saved != nil
                 if let saved { s.floors.resume(from: saved) }
                 publish(s)
             }
@@ -65,16 +70,17 @@ extension Engine {
     /// it (a store away at start): STEPS goes on from the sum, never from 0 nor from the saved count alone, and
     /// so do the floors. `completion` gets the new count on the processing queue, so it reaches the store in
     /// order with the steps (floors nil while neither run has had a barometer).
-    public func add(saved: (steps: Int, since: Date, floors: FloorCounts?),
-                    completion: @escaping @Sendable (Int, Date, FloorCounts?) -> Void) {
+    public func add(saved: (steps: Int, since: Date, distanceMeters: Double, floors: FloorCounts?),
+                    completion: @escaping @Sendable (Int, Date, Double, FloorCounts?) -> Void) {
         queue.async { [self] in
             withState { s in
                 s.steps += saved.steps
+                s.distanceMeters += saved.distanceMeters
                 s.restoredSteps += saved.steps
                 s.since = min(s.since, saved.since)
                 if let floorsSaved = saved.floors { s.floors.resume(from: s.floors.counter.counts + floorsSaved) }
                 publish(s)
-                completion(s.steps, s.since,
+                completion(s.steps, s.since, s.distanceMeters,
                            s.floors.hasReadings || saved.floors != nil ? s.floors.counter.counts : nil)
             }
         }

@@ -9,6 +9,9 @@ import StepProtocol
 struct EngineState {
     let pipeline: StepPipeline
     var steps = 0
+    /// The distance since the reset: each step's own stride added as it is counted (as today's distance is), so a
+    /// stride calibrated by GPS changes only the steps after it and the total never falls.
+    var distanceMeters = 0.0
     var since = Date()
     var cadence = CadenceMeter()
     var activity = ActivityTracker()
@@ -34,6 +37,8 @@ struct EngineState {
     var midnightTimer: DispatchSourceTimer?
     /// Steps taken over from the store at start (see `Engine.restore`); zero after a reset.
     var restoredSteps = 0
+    /// Whether the store had floors for the count taken over (an earlier run had a barometer).
+    var restoredFloors = false
     /// Position (Location/Engine+Location.swift), published apart from the step snapshot.
     var locationTracker: LocationTracker
     /// Why the saved track and visits could not be read at start; nil when they were (or none was asked for).
@@ -75,7 +80,7 @@ struct EngineState {
         s.cadenceStepsPerMinute = cadenceNow
         s.strideMeters = stride.strideMeters
         s.strideCalibrated = stride.isCalibrated
-        s.distanceMeters = Double(steps) * stride.strideMeters
+        s.distanceMeters = distanceMeters
         s.activity = activity.state
         if cadenceNow > 0 { s.currentPaceSecondsPerMeter = 60 / (cadenceNow * stride.strideMeters) }
         // Active time is this run's only: steps restored from the store do not count towards the pace.
@@ -83,7 +88,9 @@ struct EngineState {
         if activity.activeSeconds > 0, timedSteps > 1 {
             s.averageActivePaceSecondsPerMeter = activity.activeSeconds / (Double(timedSteps - 1) * stride.strideMeters)
         }
-        if floors.hasReadings {
+        // Floors once a barometer is there, from the count the store saved or 0 until its first reading, so that
+        // every STEPS carries them; and, while it is not yet known whether there is one, when the store had some.
+        if floors.hasReadings || barometer.kind != "none" || (barometer.state == .starting && restoredFloors) {
             s.floorsAscended = floors.counter.ascended
             s.floorsDescended = floors.counter.descended
             s.relativeAltitudeMeters = floors.counter.relativeAltitudeMeters

@@ -18,11 +18,16 @@ public struct FleetConfiguration: Sendable {
     /// The human-readable name: Home Assistant's device name, and part of the default topic prefix when the
     /// device id is the default one. The host name, else the device id.
     public var deviceName: String
+    /// What Home Assistant's entity ids start with: the host name and the first 8 digits of the device id (as the
+    /// default topic prefix ends), the host name alone without a machine id, or the device id given.
+    public var entityName: String
 
-    public init(broker: BrokerURL, deviceID: String, topicPrefix: String? = nil, deviceName: String? = nil) {
+    public init(broker: BrokerURL, deviceID: String, topicPrefix: String? = nil, deviceName: String? = nil,
+                entityName: String? = nil) {
         self.broker = broker
         self.deviceID = deviceID
         self.deviceName = deviceName ?? deviceID
+        self.entityName = entityName ?? deviceID
         self.topicPrefix = topicPrefix ?? FleetTopics.defaultPrefix(deviceID: deviceID)
     }
 
@@ -42,8 +47,9 @@ public struct FleetConfiguration: Sendable {
             }
         }
         let deviceID = derived ?? host
-        let prefix = derived.map { "stepd/\(host)-\($0.prefix(8))" } ?? FleetTopics.defaultPrefix(deviceID: deviceID)
-        self.init(broker: broker, deviceID: deviceID, topicPrefix: topicPrefix ?? prefix, deviceName: host)
+        let short = derived.map { "\(host)-\($0.prefix(8))" } ?? host
+        let prefix = derived == nil ? FleetTopics.defaultPrefix(deviceID: deviceID) : "stepd/\(short)"
+        self.init(broker: broker, deviceID: deviceID, topicPrefix: topicPrefix ?? prefix, deviceName: host, entityName: short)
     }
 }
 

@@ -44,6 +44,12 @@ final class FleetCore {
     private var outboxReady = false
     /// Whether the discovery last published declared a floors sensor; nil before it was published on this connection.
     private var declaredBarometer: Bool?
+    /// A STEPS waits for this (`waitingForBarometer`) while it is not yet known whether floors belong in it.
+    private let createdAt = FleetPublisher.monotonicSeconds
+    private var waitingForBarometer = false
+    /// The messages of a clean stop (`publishFinal`) not yet acknowledged, and what is told when none is left.
+    private var finalPending: Set<Int32> = []
+    private var finalAcknowledged: (@Sendable () -> Void)?
 
     init(configuration: FleetConfiguration, topics: FleetTopics, engine: Engine, store: StepStore, logger: Logger,
          queue: DispatchQueue, published: NIOLockedValueBox<MQTTStatusMessage>) {
@@ -62,15 +68,37 @@ final class FleetCore {
         owner?.hop(after: seconds, body)
     }
 
-    /// A clean stop: `offline` in place of the last will; returns the client to disconnect.
-    func stop() -> MQTTClient? {
+    /// A clean stop begins: nothing more is published but what `publishFinal` sends. Returns whether the link is
+    /// up (whether there is anything to send).
+    func beginStop() -> Bool {
         dispatchPrecondition(condition: .onQueue(queue))
         stopping = true
         sealTimer?.cancel()
         sealTimer = nil
-        if link == .connected {
-            _ = client?.publish(topic: topics.status, payload: FleetPayloads.offline, qos: 1, retain: true)
+        return link == .connected && client != nil
+    }
+
+    /// The last messages of a clean stop, with the count final (the sources have stopped): the retained STEPS, the
+    /// minutes not yet finished as they stand (`partial`; the finished bin sent under the same key after the next
+    /// start replaces them), and `offline` in place of the last will. `acknowledged` is called once the broker has
+    /// acknowledged them all (QoS 1), and at once when nothing could be sent. Returns the client to disconnect.
+    func publishFinal(_ snapshot: EngineSnapshot, partialMinutes: [(key: String, payload: String)],
+                      acknowledged: @escaping @Sendable () -> Void) -> MQTTClient? {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard link == .connected, let client else {
+            acknowledged()
+            return client
         }
+        var messages = [(topics.steps, FleetPayloads.json(Replies.steps(snapshot, id: nil)), true)]
+        messages += partialMinutes.map { (topics.minute, $0.payload, false) }
+        messages.append((topics.status, FleetPayloads.offline, true))
+        for (topic, payload, retain) in messages {
+            switch client.publish(topic: topic, payload: payload, qos: 1, retain: retain) {
+            case .success(let messageID): finalPending.insert(messageID)
+            case .failure(let error): logger.debug("mqtt: \(topic) not sent at the stop: \(error.reason)")
+            }
+        }
+        if finalPending.isEmpty { acknowledged() } else { finalAcknowledged = acknowledged }
         return client
     }
 
@@ -82,21 +110,25 @@ final class FleetCore {
         publishSteps(snapshot, forced: snapshot.activity != .walking)
     }
 
+    /// The barometer starts after the link (the sources last): until it says whether it is there (kind `none`,
+    /// state `starting`), a STEPS might lack the floors it will have, and discovery might declare floors gone,
+    /// which would delete the sensor from Home Assistant at each start. Waited for at most this long.
+    static let barometerWaitSeconds = 10.0
+
+    private func barometerKnown(_ snapshot: EngineSnapshot) -> Bool {
+        snapshot.barometer.kind != "none" || snapshot.barometer.state != .starting
+            || FleetPublisher.monotonicSeconds - createdAt > Self.barometerWaitSeconds
+    }
+
     /// Home Assistant's discovery, declaring only what exists; again when a barometer is found after the
     /// connection (an IIO one that appears later) or is known to be absent.
     private func publishDiscovery(_ snapshot: EngineSnapshot) {
         guard configuration.homeAssistant, link == .connected else { return }
-        // Not yet known while the barometer starts (kind `none`, state `starting`): wait rather than declare
-        // floors gone, which would delete the sensor from Home Assistant at each start.
-        let barometer = snapshot.barometer
-        guard barometer.kind != "none" || barometer.state != .starting else {
-            hop(after: 0.5) { $0.publishDiscovery($0.engine.snapshot) }
-            return
-        }
-        let hasBarometer = barometer.kind != "none"
+        let hasBarometer = snapshot.barometer.kind != "none"
         guard declaredBarometer != hasBarometer else { return }
         declaredBarometer = hasBarometer
-        let discovery = HomeAssistantDiscovery(deviceID: configuration.deviceID, deviceName: configuration.deviceName, topics: topics,
+        let discovery = HomeAssistantDiscovery(deviceID: configuration.deviceID, deviceName: configuration.deviceName,
+                                               entityName: configuration.entityName, topics: topics,
                                                hasBarometer: hasBarometer, hasGPS: engine.locationSnapshot.enabled)
         for message in discovery.messages {
             publishRetained(message.topic, message.payload)
@@ -105,6 +137,15 @@ final class FleetCore {
 
     func publishSteps(_ snapshot: EngineSnapshot, forced: Bool) {
         dispatchPrecondition(condition: .onQueue(queue))
+        guard barometerKnown(snapshot) else {
+            guard !waitingForBarometer else { return }
+            waitingForBarometer = true
+            hop(after: 0.2) { core in
+                core.waitingForBarometer = false
+                core.publishSteps(core.engine.snapshot, forced: true)
+            }
+            return
+        }
         publishDiscovery(snapshot)
         let now = FleetPublisher.monotonicSeconds
         if forced {
@@ -260,6 +301,10 @@ final class FleetCore {
 
     func acknowledged(messageID: Int32) {
         dispatchPrecondition(condition: .onQueue(queue))
+        if finalPending.remove(messageID) != nil, finalPending.isEmpty, let finalAcknowledged {
+            self.finalAcknowledged = nil
+            finalAcknowledged()
+        }
         guard let id = window.acknowledged(messageID: messageID) else { return }
         lastAck = Date()
         acknowledged.append(id)
@@ -309,7 +354,6 @@ final class FleetCore {
         setLink(.connected)
         publishRetained(topics.status, FleetPayloads.online)
         declaredBarometer = nil
-        publishDiscovery(engine.snapshot)
         publishSteps(engine.snapshot, forced: true)
         if let latestPosition {
             publishRetained(topics.position, FleetPayloads.json(LocationWire.position(latestPosition, now: Date())))

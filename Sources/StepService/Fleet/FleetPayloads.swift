@@ -33,13 +33,16 @@ enum FleetPayloads {
         "\(device)/\(Timestamp.string(Date(timeIntervalSince1970: Double(minute) * 60)))"
     }
 
-    /// A finished minute bin (Unix minute `minute`), rounded as history rounds it.
-    static func minute(device: String, minute: Int64, steps: Int, distanceMeters: Double, floors: Int?) -> (key: String, payload: String) {
+    /// A minute bin (Unix minute `minute`), rounded as history rounds it: a finished one, or at a clean stop one
+    /// not yet finished (`partial`), which the finished one replaces under the same key.
+    static func minute(device: String, minute: Int64, steps: Int, distanceMeters: Double, floors: Int?,
+                       partial: Bool = false) -> (key: String, payload: String) {
         let start = Date(timeIntervalSince1970: Double(minute) * 60)
         let key = minuteKey(device: device, minute: minute)
         let message = MinuteRecordMessage(key: key, device: device, start: Timestamp.string(start),
                                           end: Timestamp.string(start.addingTimeInterval(60)), steps: steps,
-                                          distance_m: (distanceMeters * 1000).rounded() / 1000, floors: floors)
+                                          distance_m: (distanceMeters * 1000).rounded() / 1000, floors: floors,
+                                          partial: partial ? true : nil)
         return (key, json(message))
     }
 
@@ -62,5 +65,13 @@ extension StepStore.OutboxEncoder {
              },
              visit: { visit in FleetPayloads.visit(device: device, LocationWire.visit(visit.visit)) },
              bout: { bout in FleetPayloads.bout(device: device, bout) })
+    }
+
+    /// Minutes not yet finished, as a clean stop sends them.
+    static func partialPayloads(device: String) -> Self {
+        Self(minute: { minute, steps, distance, floors in
+                 FleetPayloads.minute(device: device, minute: minute, steps: steps, distanceMeters: distance, floors: floors, partial: true)
+             },
+             visit: { visit in FleetPayloads.visit(device: device, LocationWire.visit(visit.visit)) })
     }
 }

@@ -27,10 +27,16 @@ public final class FleetPublisher: Sendable {
     static let backoff = MQTTClient.Backoff(firstSeconds: 1, longestSeconds: 30)
     /// A store that cannot take the outbox now is asked again this much later.
     static let storeRetrySeconds = 5.0
+    /// A clean stop waits this long for the store's minutes not yet finished, then as long for the broker to
+    /// acknowledge the last messages; with MQTTClient.stopSeconds for the DISCONNECT, within the MQTT part's budget
+    /// (RunCommand).
+    static let finalStoreSeconds = 1.0
+    static let finalAcknowledgementSeconds = 1.5
 
     public let configuration: FleetConfiguration
     let topics: FleetTopics
     private let engine: Engine
+    private let store: StepStore
     private let logger: Logger
     let queue: DispatchQueue
     private let core: Locked<FleetCore>
@@ -42,6 +48,7 @@ public final class FleetPublisher: Sendable {
         let topics = FleetTopics(prefix: configuration.topicPrefix)
         self.topics = topics
         self.engine = engine
+        self.store = store
         self.logger = logger
         let published = NIOLockedValueBox(MQTTStatusMessage(state: "connecting", error: nil, broker: configuration.broker.description,
                                                             device_id: configuration.deviceID, topic_prefix: topics.prefix,
@@ -100,10 +107,34 @@ public final class FleetPublisher: Sendable {
         logger.debug("mqtt: connecting to \(configuration.broker) as \(topics.prefix)")
     }
 
-    /// A clean stop: `offline` (retained) in place of the last will, then DISCONNECT. Called before the store
-    /// closes; rows not acknowledged stay in the outbox for the next run.
+    /// A clean stop delivers: once the sources have stopped and the engine has counted what they sent, the
+    /// retained STEPS with the count the store is about to save, the minutes not yet finished as they stand
+    /// (`partial`), and `offline` in place of the last will; then, once the broker has acknowledged them (or
+    /// `finalAcknowledgementSeconds` later), DISCONNECT. Called before the store closes; outbox rows not
+    /// acknowledged stay there for the next run.
     public func stop() {
-        let client = queue.sync { onQueue { $0.stop() } }
+        engine.drain()
+        let connected = queue.sync { onQueue { $0.beginStop() } }
+        let partial = NIOLockedValueBox<[(key: String, payload: String)]>([])
+        if connected {
+            let read = DispatchSemaphore(value: 0)
+            store.unfinishedMinutes(encoder: .partialPayloads(device: configuration.deviceID)) { result in
+                if case .success(let minutes) = result { partial.withLockedValue { $0 = minutes } }
+                read.signal()
+            }
+            if read.wait(timeout: .now() + Self.finalStoreSeconds) == .timedOut {
+                logger.notice("mqtt: the store did not give the minutes in progress within \(Self.finalStoreSeconds) s: they go out finished after the next start")
+            }
+        }
+        let delivered = DispatchSemaphore(value: 0)
+        let snapshot = engine.snapshot
+        let minutes = partial.withLockedValue { $0 }
+        let client = queue.sync {
+            onQueue { $0.publishFinal(snapshot, partialMinutes: minutes, acknowledged: { delivered.signal() }) }
+        }
+        if delivered.wait(timeout: .now() + Self.finalAcknowledgementSeconds) == .timedOut {
+            logger.notice("mqtt: the broker did not acknowledge the last messages within \(Self.finalAcknowledgementSeconds) s")
+        }
         client?.stop()
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import StepProcessing
 import StepProtocol
 
 /// Home Assistant's MQTT discovery (https://www.home-assistant.io/integrations/mqtt/#mqtt-discovery): one
@@ -11,6 +12,8 @@ struct HomeAssistantDiscovery {
     let deviceID: String
     /// The device's name in Home Assistant (the host name); the id stays the key (identifiers, unique ids).
     var deviceName: String
+    /// What the entity ids start with (`FleetConfiguration.entityName`): `sensor.pinephone_3f9a12c4_steps`.
+    var entityName: String
     let topics: FleetTopics
     /// Only what exists is declared: no floors sensor without a barometer, no tracker with GPS off.
     var hasBarometer = true
@@ -18,19 +21,34 @@ struct HomeAssistantDiscovery {
     var discoveryPrefix = Self.defaultPrefix
     var release = stepdRelease
 
-    /// Object id, name, STEPS field, unit, Home Assistant device and state classes, icon.
+    /// Object id, name, STEPS field, unit, Home Assistant device and state classes, display precision, icon.
+    /// A `total_increasing` value falls only at a reset (`steps`, `distance`, `floors`: since the reset; the
+    /// distance is each step's own stride added up, so a stride calibrated by GPS never lowers it) or at midnight
+    /// (`steps_today`), which Home Assistant's statistics take as a new cycle.
     private static let sensors: [(object: String, name: String, field: String, unit: String?, deviceClass: String?,
-                                  stateClass: String?, icon: String)] = [
-        ("steps", "Steps", "steps", "steps", nil, "total_increasing", "mdi:walk"),
-        // Since local midnight: total_increasing, so the fall to 0 at midnight is a new cycle to HA's statistics.
-        ("steps_today", "Steps today", "today.steps", "steps", nil, "total_increasing", "mdi:walk"),
-        ("distance", "Distance", "distance_m", "m", "distance", "total_increasing", "mdi:map-marker-distance"),
-        ("cadence", "Cadence", "current_cadence_spm", "steps/min", nil, "measurement", "mdi:metronome"),
-        ("activity", "Activity", "activity", nil, nil, nil, "mdi:run"),
-        ("floors", "Floors climbed", "floors_ascended", "floors", nil, "total_increasing", "mdi:stairs-up"),
+                                  stateClass: String?, precision: Int?, icon: String)] = [
+        ("steps", "Steps", "steps", "steps", nil, "total_increasing", nil, "mdi:walk"),
+        ("steps_today", "Steps today", "today.steps", "steps", nil, "total_increasing", nil, "mdi:walk"),
+        ("distance", "Distance", "distance_m", "m", "distance", "total_increasing", 0, "mdi:map-marker-distance"),
+        ("cadence", "Cadence", "current_cadence_spm", "steps/min", nil, "measurement", 0, "mdi:metronome"),
+        ("activity", "Activity", "activity", nil, "enum", nil, nil, "mdi:run"),
+        ("floors", "Floors climbed", "floors_ascended", "floors", nil, "total_increasing", nil, "mdi:stairs-up"),
     ]
 
+    /// The discovery topics' node id: the device id, which never changes (a renamed host keeps its entities).
     private var node: String { "stepd_\(deviceID)" }
+    /// Entity ids are the object id: the short name, as Home Assistant writes it (lower case, `_` for `-`).
+    private var objectPrefix: String { entityName.lowercased().replacingOccurrences(of: "-", with: "_") }
+
+    /// A numeric sensor's value template: the field when the message has it, else an empty string, which
+    /// Home Assistant's MQTT sensor ignores for a numeric sensor (the state stays as it was). Never `this.state`:
+    /// an entity without a state yet (Home Assistant just started) or unavailable would get "unknown" or
+    /// "unavailable", which a total_increasing sensor refuses as non-numeric.
+    static func numericTemplate(field: String) -> String {
+        let parts = field.split(separator: ".")
+        let tests = (1...parts.count).map { "value_json.\(parts.prefix($0).joined(separator: ".")) is defined" }
+        return "{{ value_json.\(field) if value_json is mapping and \(tests.joined(separator: " and ")) else '' }}"
+    }
 
     private var device: [String: Any] {
         ["identifiers": [node], "name": deviceName, "manufacturer": "stepd", "model": "stepd",
@@ -50,33 +68,42 @@ struct HomeAssistantDiscovery {
             var config: [String: Any] = [
                 "name": sensor.name,
                 "unique_id": "\(node)_\(sensor.object)",
-                "object_id": "\(node)_\(sensor.object)",
+                "object_id": "\(objectPrefix)_\(sensor.object)",
                 "state_topic": topics.steps,
-                // A STEPS without floors (no barometer) leaves the sensor as it was rather than "unknown". A nested
-                // field is tested by its object: Jinja fails on a field of an undefined one.
-                "value_template": "{{ value_json.\(sensor.field) if value_json.\(sensor.field.prefix { $0 != "." }) is defined else this.state }}",
                 "availability_topic": topics.status,
                 "payload_available": FleetPayloads.online,
                 "payload_not_available": FleetPayloads.offline,
                 "icon": sensor.icon,
                 "device": device,
             ]
+            if sensor.deviceClass == "enum" {
+                // Every STEPS has `activity`; the options are all it can be (Home Assistant 2024.9 and later
+                // check the state against them, earlier releases ignore them).
+                config["value_template"] = "{{ value_json.\(sensor.field) }}"
+                config["options"] = ActivityTracker.State.allCases.map(\.rawValue)
+            } else {
+                config["value_template"] = Self.numericTemplate(field: sensor.field)
+            }
             if let unit = sensor.unit { config["unit_of_measurement"] = unit }
             if let deviceClass = sensor.deviceClass { config["device_class"] = deviceClass }
             if let stateClass = sensor.stateClass { config["state_class"] = stateClass }
+            if let precision = sensor.precision { config["suggested_display_precision"] = precision }
             messages.append((topic, Self.encode(config)))
         }
         let trackerTopic = "\(discoveryPrefix)/device_tracker/\(node)/position/config"
         guard hasGPS else { return messages + [(trackerTopic, "")] }
-        // A GPS device_tracker takes its place from the attributes latitude, longitude and gps_accuracy.
+        // A GPS device_tracker takes its place from the attributes latitude, longitude and gps_accuracy (metres).
+        // gpsd's eph is that accuracy; without it there is none, rather than 0, which would read as exact.
+        let place = "'latitude': value_json.lat, 'longitude': value_json.lon"
         let tracker: [String: Any] = [
             "name": "Position",
             "unique_id": "\(node)_position",
-            "object_id": "\(node)_position",
+            "object_id": "\(objectPrefix)_position",
             "source_type": "gps",
             "json_attributes_topic": topics.position,
             "json_attributes_template":
-                "{{ {'latitude': value_json.lat, 'longitude': value_json.lon, 'gps_accuracy': value_json.eph_m | default(0)} | tojson }}",
+                "{% if value_json.eph_m is defined and value_json.eph_m is not none %}{{ {\(place), 'gps_accuracy': value_json.eph_m} | tojson }}"
+                + "{% else %}{{ {\(place)} | tojson }}{% endif %}",
             "availability_topic": topics.status,
             "payload_available": FleetPayloads.online,
             "payload_not_available": FleetPayloads.offline,

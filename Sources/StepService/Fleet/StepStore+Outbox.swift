@@ -118,6 +118,21 @@ extension StepStore {
         return events.count
     }
 
+    /// The bins of the minutes after the outbox's mark, as they stand: not finished, so not in the outbox yet. A
+    /// clean stop publishes them (`partial`); the mark stays, so each is sealed, finished, after the next start.
+    func unfinishedMinutes(encoder: OutboxEncoder,
+                           completion: @escaping @Sendable (Result<[(key: String, payload: String)], StoreError>) -> Void) {
+        queue.async { [self] in
+            flushForReading()
+            completion(outboxWrite { db in
+                guard let mark = try Int64.fetchOne(db, sql: "SELECT minute FROM mqtt_outbox_mark WHERE id = 1") else { return [] }
+                return try Row.fetchAll(db, sql: """
+                    SELECT minute, steps, distance_m, floors FROM minute_bin WHERE minute > ? ORDER BY minute
+                    """, arguments: [mark]).map { row in encoder.minute(row[0], row[1], row[2], row[3]) }
+            })
+        }
+    }
+
     /// The oldest rows after `id`, at most `limit`.
     func outboxRows(after id: Int64, limit: Int, completion: @escaping @Sendable (Result<[OutboxRow], StoreError>) -> Void) {
         queue.async { [self] in

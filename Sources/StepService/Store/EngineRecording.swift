@@ -12,13 +12,13 @@ public enum EngineRecording {
         // A store away at start comes back with the count it saved: STEPS goes on from the sum, handed back
         // through the processing queue so that it reaches the store in order with the steps.
         store.onSavedCounter = { [store, engine] saved in
-            engine.add(saved: (saved.steps, saved.since, saved.floors)) { steps, since, floors in
-                store.record(.counter(StepStore.Counter(steps: steps, since: since, floors: floors)))
+            engine.add(saved: (saved.steps, saved.since, saved.distanceMeters, saved.floors)) { steps, since, distance, floors in
+                store.record(.counter(StepStore.Counter(steps: steps, since: since, distanceMeters: distance, floors: floors)))
             }
         }
         let counter = store.open(fresh: fresh)
         if counter != fresh {
-            engine.restore(steps: counter.steps, since: counter.since, floors: counter.floors)
+            engine.restore(steps: counter.steps, since: counter.since, distanceMeters: counter.distanceMeters, floors: counter.floors)
             let floors = counter.floors.map { ", \($0.ascended) floors up and \($0.descended) down" } ?? ""
             logger.notice("continuing from \(counter.steps) steps\(floors) since \(Timestamp.string(counter.since))")
         }

@@ -130,6 +130,7 @@ final class StoreCore {
         switch write {
         case let .step(count, time, distanceMeters):
             current.steps = count
+            current.distanceMeters += distanceMeters
             pending.addStep(at: configuration.binTime(of: time, since: current.since), distanceMeters: distanceMeters)
             pending.setCounter(current)
         case let .floors(added, total, time):
@@ -202,7 +203,8 @@ final class StoreCore {
                 onSavedCounter(saved)
             } else {
                 let floors = saved.floors.map { $0 + (current.floors ?? .zero) } ?? current.floors
-                current = Counter(steps: saved.steps + current.steps, since: saved.since, floors: floors)
+                current = Counter(steps: saved.steps + current.steps, since: saved.since,
+                                  distanceMeters: saved.distanceMeters + current.distanceMeters, floors: floors)
                 anchored = true
                 pending.setCounter(current)
             }

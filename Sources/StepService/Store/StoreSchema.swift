@@ -15,6 +15,8 @@ import GRDB
 /// - `mqtt_visit_mark` (v3): the newest visit whose arrival, and the newest whose departure, went into the outbox.
 /// - `walking_bout` (v5): each walking bout that ended, with its gait measures (NULL where not given); and
 ///   `mqtt_bout_mark`, the newest bout put in the MQTT outbox (Fleet/FleetBouts.swift).
+/// - `counter.distance_m` (v6): the distance of the steps since the reset, each step's own stride (NULL in a
+///   database written before: the minute bins since the reset stand in).
 enum StoreSchema {
     /// `PRAGMA application_id` of a stepd database ("STEP" in ASCII), as file(1) and sqlite3's `.dbinfo` show it.
     static let applicationID: Int32 = 0x5354_4550
@@ -152,6 +154,11 @@ enum StoreSchema {
                 t.primaryKey("id", .integer).check { $0 == 1 }
                 // Bouts that started at or before this Unix time are in the MQTT outbox (or sent).
                 t.column("starts_through", .double).notNull()
+            }
+        }
+        migrator.registerMigration("v6: distance since the last reset in the counter") { db in
+            try db.alter(table: "counter") { t in
+                t.add(column: "distance_m", .double)
             }
         }
         return migrator

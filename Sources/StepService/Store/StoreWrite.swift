@@ -30,15 +30,17 @@ public enum StoreWrite: Sendable {
 }
 
 extension StepStore {
-    /// The count since the last reset and when that reset was; the floors since then, nil while no barometer
-    /// has counted any.
+    /// The count since the last reset and when that reset was; the distance of those steps (each step's own
+    /// stride); the floors since then, nil while no barometer has counted any.
     public struct Counter: Sendable, Equatable {
         public var steps: Int
         public var since: Date
+        public var distanceMeters: Double
         public var floors: FloorCounts?
-        public init(steps: Int, since: Date, floors: FloorCounts? = nil) {
+        public init(steps: Int, since: Date, distanceMeters: Double = 0, floors: FloorCounts? = nil) {
             self.steps = steps
             self.since = since
+            self.distanceMeters = distanceMeters
             self.floors = floors
         }
     }

@@ -208,13 +208,19 @@ final class StoreWriter {
     }
 
     /// `SELECT *` and columns by name: a file opened read-only is not migrated, and one written before v3 has
-    /// no floors columns (nil then).
+    /// no floors columns (nil then). One written before v6 has no distance: the minute bins' since the reset's
+    /// minute stand in for it (each step's own stride, as the counter's is).
     private static func counter(_ db: Database) throws -> StepStore.Counter? {
-        try Row.fetchOne(db, sql: "SELECT * FROM counter WHERE id = 1").map { row in
-            let ascended: Int? = row["floors_ascended"], descended: Int? = row["floors_descended"]
-            return StepStore.Counter(steps: row["steps"], since: Date(timeIntervalSince1970: row["since"]),
-                                     floors: ascended.map { FloorCounts(ascended: $0, descended: descended ?? 0) })
+        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM counter WHERE id = 1") else { return nil }
+        let ascended: Int? = row["floors_ascended"], descended: Int? = row["floors_descended"]
+        let since = Date(timeIntervalSince1970: row["since"])
+        var distance: Double? = row.hasColumn("distance_m") ? row["distance_m"] : nil
+        if distance == nil {
+            distance = try Double.fetchOne(db, sql: "SELECT coalesce(sum(distance_m), 0) FROM minute_bin WHERE minute >= ?",
+                                           arguments: [PendingWrites.minute(of: since)])
         }
+        return StepStore.Counter(steps: row["steps"], since: since, distanceMeters: distance ?? 0,
+                                 floors: ascended.map { FloorCounts(ascended: $0, descended: descended ?? 0) })
     }
 
     private static func write(_ batch: PendingWrites, into db: Database) throws {
@@ -229,11 +235,13 @@ final class StoreWriter {
         }
         if let counter = batch.counter {
             try db.execute(sql: """
-                INSERT INTO counter (id, steps, since, updated, floors_ascended, floors_descended) VALUES (1, ?, ?, ?, ?, ?)
+                INSERT INTO counter (id, steps, since, updated, floors_ascended, floors_descended, distance_m)
+                VALUES (1, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(id) DO UPDATE SET steps = excluded.steps, since = excluded.since, updated = excluded.updated,
-                    floors_ascended = excluded.floors_ascended, floors_descended = excluded.floors_descended
+                    floors_ascended = excluded.floors_ascended, floors_descended = excluded.floors_descended,
+                    distance_m = excluded.distance_m
                 """, arguments: [counter.steps, counter.since.timeIntervalSince1970, Date().timeIntervalSince1970,
-                                 counter.floors?.ascended, counter.floors?.descended])
+                                 counter.floors?.ascended, counter.floors?.descended, counter.distanceMeters])
         }
         for p in batch.trackPoints {
             try db.execute(sql: """

@@ -72,6 +72,7 @@ extension StepStore.OutboxEncoder {
         Self(minute: { minute, steps, distance, floors in
                  FleetPayloads.minute(device: device, minute: minute, steps: steps, distanceMeters: distance, floors: floors, partial: true)
              },
-             visit: { visit in FleetPayloads.visit(device: device, LocationWire.visit(visit.visit)) })
+             visit: { visit in FleetPayloads.visit(device: device, LocationWire.visit(visit.visit)) },
+             bout: { bout in FleetPayloads.bout(device: device, bout) })
     }
 }

@@ -82,7 +82,7 @@ final class StepStoreFaultTests: XCTestCase {
         let first = StepStore(configuration: configuration)
         _ = first.open(fresh: .init(steps: 0, since: since))
         for i in 1...341 { first.record(.step(count: i, time: Date(), distanceMeters: 0.5)) }
-        XCTAssertEqual(first.close(), .init(steps: 341, since: since))
+        XCTAssertEqual(first.close(), .init(steps: 341, since: since, distanceMeters: 170.5))
 
         // The database hidden (a card not mounted yet): counting starts from 0.
         let path = configuration.path
@@ -97,7 +97,7 @@ final class StepStoreFaultTests: XCTestCase {
         let handed = NIOLockedBox<StepStore.Counter?>(nil)
         second.onSavedCounter = { saved in
             handed.set(saved)
-            second.record(.counter(.init(steps: saved.steps + 68, since: saved.since)))
+            second.record(.counter(.init(steps: saved.steps + 68, since: saved.since, distanceMeters: saved.distanceMeters + 34)))
         }
         second.startCommitting()
         for i in 1...68 { second.record(.step(count: i, time: Date(), distanceMeters: 0.5)) }
@@ -106,10 +106,10 @@ final class StepStoreFaultTests: XCTestCase {
         }
         let deadline = Date().addingTimeInterval(10)
         while handed.get() == nil, Date() < deadline { usleep(20_000) }
-        XCTAssertEqual(handed.get(), .init(steps: 341, since: since))
-        XCTAssertEqual(second.close(), .init(steps: 409, since: since), "never the 68 alone, never 341 alone")
+        XCTAssertEqual(handed.get(), .init(steps: 341, since: since, distanceMeters: 170.5))
+        XCTAssertEqual(second.close(), .init(steps: 409, since: since, distanceMeters: 204.5), "never the 68 alone, never 341 alone")
         let third = StepStore(configuration: configuration)
-        XCTAssertEqual(third.open(fresh: .init(steps: 0, since: Date())), .init(steps: 409, since: since))
+        XCTAssertEqual(third.open(fresh: .init(steps: 0, since: Date())), .init(steps: 409, since: since, distanceMeters: 204.5))
         let bins = try third.history(from: Date().addingTimeInterval(-600), to: Date().addingTimeInterval(60), size: .hour)
         XCTAssertEqual(bins.reduce(0) { $0 + $1.steps }, 409)
         third.close()
@@ -124,7 +124,7 @@ final class StepStoreFaultTests: XCTestCase {
         let first = StepStore(configuration: configuration)
         _ = first.open(fresh: .init(steps: 0, since: since))
         for i in 1...341 { first.record(.step(count: i, time: Date(), distanceMeters: 0.5)) }
-        XCTAssertEqual(first.close(), .init(steps: 341, since: since))
+        XCTAssertEqual(first.close(), .init(steps: 341, since: since, distanceMeters: 170.5))
 
         let path = configuration.path
         for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
@@ -140,9 +140,9 @@ final class StepStoreFaultTests: XCTestCase {
         for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix + ".away") {
             XCTAssertEqual(rename(path + suffix + ".away", path + suffix), 0)
         }
-        XCTAssertEqual(second.close(), .init(steps: 409, since: since))
+        XCTAssertEqual(second.close(), .init(steps: 409, since: since, distanceMeters: 204.5))
         let third = StepStore(configuration: configuration)
-        XCTAssertEqual(third.open(fresh: .init(steps: 0, since: Date())), .init(steps: 409, since: since))
+        XCTAssertEqual(third.open(fresh: .init(steps: 0, since: Date())), .init(steps: 409, since: since, distanceMeters: 204.5))
         third.close()
     }
 

@@ -103,7 +103,10 @@ final class MQTTTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(expected.count, 2, "one minute shows no order")
         XCTAssertGreaterThan(history["steps"] as? Int ?? 0, 100, "\(history)")
         let lastKey = "outage/" + Timestamp.string(try XCTUnwrap(expected.last?.0))
-        try subscriber.waitFor("the last minute \(lastKey)", timeout: 90) { $0.contains { $0.payload.contains("\"key\":\"\(lastKey)\"") } }
+        // The finished minute, not the partial one a clean stop sent under the same key (docs/fleet.md).
+        try subscriber.waitFor("the last minute \(lastKey)", timeout: 90) {
+            $0.contains { $0.payload.contains("\"key\":\"\(lastKey)\"") && !$0.payload.contains("\"partial\":true") }
+        }
         try idle.waitUntil(timeout: 20, "an empty outbox") { ($0["mqtt"] as? [String: Any])?["queued"] as? Int == 0 }
 
         // Drop duplicates by key; a duplicate must be the same message.

@@ -1,4 +1,5 @@
 import Foundation
+import StepProtocol
 import XCTest
 
 /// Every key docs/stepd.conf.example documents (it is generated from the option declarations), set in a
@@ -18,6 +19,7 @@ final class ConfigKeysTests: XCTestCase {
         "mqtt_ca_file": "mqtt tls", "mqtt_cert_file": "mqtt tls", "mqtt_key_file": "mqtt tls", "mqtt_username": "mqtt tls",
         "mqtt_password_file": "mqtt tls", "mqtt_homeassistant": "mqtt tls",
         "barometer": "sensor", "no_barometer": "no barometer", "sensor_step_counter": "sensor",
+        "placement": "placement",
     ]
 
     static func documentedKeys() throws -> Set<String> {
@@ -191,6 +193,29 @@ final class ConfigKeysTests: XCTestCase {
             (status["barometer"] as? [String: Any])?["state"] as? String == "unavailable"
         }["barometer"] as? [String: Any] ?? [:]
         XCTAssertEqual(barometer["error"] as? String, "barometer disabled (--no-barometer)", "no_barometer: \(barometer)")
+    }
+
+    /// placement = waist: a lower-back walk replayed from the file alone gives its bout the waist's measures, step
+    /// length and speed (docs/gait.md), which `auto` never gives; read from the history once the replay has ended.
+    func testPlacementKeyGivesAWaistBoutItsLengthAndSpeed() throws {
+        let trial = try Binaries.sharedData("steps/lowerback-turns/s05_t4/accel.csv.gz")
+        let directory = try TemporaryDirectory()
+        let socket = directory.file("placement.sock")
+        let (process, _, logPath) = try start([
+            "socket": socket, "state_dir": directory.file("state"), "no_gps": "true", "no_barometer": "true",
+            "replay": trial.path, "speed": "10", "placement": "waist",
+        ], directory: directory)
+        defer { stop(process) }
+        let client = try connect(socket, process: process, log: logPath)
+        let from = Timestamp.string(Date().addingTimeInterval(-3600))
+        let bouts = try pollFor("the replayed walk's bout in the history", timeout: 60, every: 0.2) { () -> [[String: Any]]? in
+            let bouts = try client.request(["cmd": "history", "from": from, "bouts": true])["bouts"] as? [[String: Any]] ?? []
+            return bouts.isEmpty ? nil : bouts
+        }
+        let bout = try XCTUnwrap(bouts.first)
+        XCTAssertEqual(bout["placement"] as? String, "waist", "placement: \(bout)")
+        XCTAssertNotNil(bout["step_length_m"] as? Double, "placement: \(bout)")
+        XCTAssertNotNil(bout["speed_mps"] as? Double, "placement: \(bout)")
     }
 
     /// max_clients_per_user, reserved_clients and max_requests_in_flight, with clients of other users (setpriv):

@@ -14,14 +14,15 @@ public enum CommandSuggestion {
         return "\(program): unknown command \"\(word)\"; the commands are \(commands.joined(separator: ", ")) (\(help))"
     }
 
-    /// The command a letter or two off (`stpes`, `analyse`), or the only one it starts (`hist`).
-    public static func nearest(to word: String, in commands: [String]) -> String? {
+    /// The command a letter or two off (`stpes`, `analyse`), or the only one it starts (`hist`) when the word has
+    /// at least `prefixFrom` letters. stepd.conf's "did you mean" for keys uses it too.
+    public static func nearest(to word: String, in commands: [String], prefixFrom: Int = 3) -> String? {
         let typed = word.lowercased()
         if let same = commands.first(where: { $0 == typed }) { return same }
         let allowed = typed.count <= 4 ? 1 : 2
         let scored = commands.map { (name: $0, distance: editDistance(typed, $0)) }.filter { $0.distance <= allowed }
         if let best = scored.min(by: { $0.distance < $1.distance }) { return best.name }
-        let extended = commands.filter { typed.count >= 3 && $0.hasPrefix(typed) }
+        let extended = commands.filter { typed.count >= prefixFrom && $0.hasPrefix(typed) }
         return extended.count == 1 ? extended[0] : nil
     }
 

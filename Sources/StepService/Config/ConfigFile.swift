@@ -37,26 +37,7 @@ public enum ConfigError: Error, Equatable, CustomStringConvertible {
     public static func nearest(to key: String, in known: [String]) -> String? {
         let typed = key.lowercased().replacingOccurrences(of: "-", with: "_")
         guard typed.count <= 64 else { return nil }
-        if let same = known.first(where: { $0 == typed }) { return same }
-        let allowed = typed.count <= 4 ? 1 : 2
-        let scored = known.map { (key: $0, distance: editDistance(typed, $0)) }.filter { $0.distance <= allowed }
-        if let best = scored.min(by: { $0.distance < $1.distance }) { return best.key }
-        let extended = known.filter { typed.count >= 4 && $0.hasPrefix(typed) }
-        return extended.count == 1 ? extended[0] : nil
-    }
-
-    /// Levenshtein distance: insertions, deletions and substitutions of one character each.
-    static func editDistance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
-        var previous = Array(0...b.count)
-        for i in stride(from: 1, through: a.count, by: 1) {
-            var current = [i] + Array(repeating: 0, count: b.count)
-            for j in stride(from: 1, through: b.count, by: 1) {
-                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-            }
-            previous = current
-        }
-        return previous[b.count]
+        return CommandSuggestion.nearest(to: typed, in: known, prefixFrom: 4)
     }
 
     /// A value as a message shows it, in double quotes: control characters escaped (`\r`, `\t`, `\u{1B}`), so

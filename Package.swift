@@ -67,6 +67,10 @@ let package = Package(
         .target(name: "StepProcessing", path: "Sources/StepProcessing"),
         // State that threads share, behind a pthread lock that ThreadSanitizer sees (docs/architecture.md).
         .target(name: "Locking", path: "Sources/Locking"),
+        // The kernel's timerfd header, for the quiet deadlines of the production clock.
+        .target(name: "CTimerFD", path: "Sources/CTimerFD"),
+        // Time as an input: the clock and timers every part of the daemon takes (docs/architecture.md, "Time").
+        .target(name: "Timekeeping", dependencies: ["Locking", "CTimerFD"], path: "Sources/Timekeeping"),
         // Where samples and fixes come from: replay files, IIO accelerometers, gpsd.
         .target(name: "StepAcquisition", dependencies: [
             "StepProcessing", "Locking", "CIIO", "CGPS", "CZlib", .product(name: "Logging", package: "swift-log"),
@@ -75,7 +79,7 @@ let package = Package(
         .target(name: "StepProtocol", path: "Sources/StepProtocol"),
         // The daemon's engine: the processing queue, the socket server, the store, the MQTT publisher (Fleet/).
         .target(name: "StepService", dependencies: [
-            "StepProcessing", "StepProtocol", "Locking", "CMosquitto", "CLibCrypto",
+            "StepProcessing", "StepProtocol", "Locking", "Timekeeping", "CMosquitto", "CLibCrypto",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -113,9 +117,9 @@ let package = Package(
         ], path: "Sources/stepd-web", exclude: ["Public"]),
 
         // What the test targets share (a seeded generator); not part of the product.
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Timekeeping", "Locking"], path: "Tests/TestSupport"),
         .testTarget(name: "StepProcessingTests", dependencies: ["StepProcessing", "TestSupport"], path: "Tests/StepProcessingTests"),
-        .testTarget(name: "StepServiceTests", dependencies: ["StepProtocol", "StepService", "Locking", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio")], path: "Tests/StepServiceTests"),
+        .testTarget(name: "StepServiceTests", dependencies: ["StepProtocol", "StepService", "Locking", "Timekeeping", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio")], path: "Tests/StepServiceTests"),
         .testTarget(name: "StepdIntegrationTests", dependencies: ["StepProtocol", "StepAcquisition", "Locking", "TestSupport"],
                     path: "Tests/StepdIntegrationTests"),
     ]

@@ -114,7 +114,11 @@ struct Run: ParsableCommand {
             // The last STEPS and minutes, acknowledged, then DISCONNECT: FleetPublisher.stop's waits.
             parts.append(Lifecycle.Part("MQTT", stopBudgetSeconds: 5, start: {
                 do { try fleet.start() } catch { throw StartFailure(description: "\(error)", status: .config) }
-            }, stop: { fleet.stop() }))
+                engine.register(fleet)
+            }, stop: {
+                fleet.stop()
+                engine.unregister(fleet)
+            }))
         }
         let server = Held<ProtocolServer>()
         let socketPath = Held<String>()
@@ -132,7 +136,12 @@ struct Run: ParsableCommand {
             } catch { throw StartFailure.serving(error) }
             server.value = serving
             socketPath.value = path
-        }, stop: { server.value?.stop() }))
+            engine.register(serving)
+        }, stop: {
+            guard let serving = server.value else { return }
+            engine.unregister(serving)
+            serving.stop()
+        }))
         parts.append(Lifecycle.Part("accelerometer", start: { source.start(sink: engine) }, stop: { source.source.stop() }))
         parts.append(Lifecycle.Part("barometer", start: {
             barometer.value = BarometerChoice.start(for: source, options: iio, engine: engine, logger: logger)

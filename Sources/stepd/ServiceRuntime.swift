@@ -15,6 +15,8 @@ final class ServiceRuntime: Sendable {
     /// Held for the life of the process: one daemon per state directory. Set at start, and again by the
     /// store's queue after a fault (`relockIfLost`).
     private let lock = Locked<StateDirectoryLock?>(nil)
+    /// The store's observer of the engine, registered while the store is open.
+    private let recorder = Locked<StoreRecorder?>(nil)
 
     init(options: ServiceOptions, engine: Engine, logger: Logger) {
         self.engine = engine
@@ -30,7 +32,8 @@ final class ServiceRuntime: Sendable {
     func openStore() throws {
         try lockStateDirectory()
         store.onReopened = { [weak self] in self?.relockIfLost() }
-        EngineRecording.start(engine: engine, store: store, logger: logger)
+        let recorder = EngineRecording.start(engine: engine, store: store, logger: logger)
+        self.recorder.withLock { $0 = recorder }
     }
 
     /// Fails with 75 when another daemon holds the state directory: two would each think they own the counter.
@@ -107,6 +110,7 @@ final class ServiceRuntime: Sendable {
     /// commits the last steps so that SIGTERM loses none.
     /// `announce`: false when the daemon never served (a failed start), whose reason is the line to read.
     func closeStore(announce: Bool = true) {
+        if let recorder = recorder.withLock({ $0 }) { engine.unregister(recorder) }
         let saved = store.close()
         guard announce else { return }
         if let saved {

@@ -26,7 +26,7 @@ extension Engine {
                 let newestSample = pressureInbox.withLockedValue { $0.newestSampleTime }
                 let stalled = s.source.state != .running || newest.time - newestSample > stepHoldBackSeconds
                 let change = stalled ? s.floors.countHeld() : nil
-                let changeWall = change.map { Date().addingTimeInterval($0.time - newest.time) }
+                let changeWall = change.map { clock.now.addingTimeInterval($0.time - newest.time) }
                 if let change, let changeWall { countToday(change, wall: changeWall, &s) }
                 let snapshot = publish(s)
                 if let change, let changeWall { announce(change, wall: changeWall, snapshot: snapshot, s) }
@@ -87,9 +87,7 @@ extension Engine {
     /// Floors counted: news for the history and for PEDOMETER watchers even when no step follows them.
     func announce(_ change: FloorChange, wall: Date, snapshot: EngineSnapshot, _ s: EngineState) {
         logger.debug("barometer: floors \(change.total.ascended) up, \(change.total.descended) down, at \(String(format: "%.1f", s.floors.counter.relativeAltitudeMeters ?? 0)) m")
-        for handler in handlers {
-            handler(.floors(added: change.added, total: change.total, time: wall))
-            handler(.pedometer(snapshot))
-        }
+        emit(.floors(added: change.added, total: change.total, time: wall))
+        emit(.pedometer(snapshot))
     }
 }

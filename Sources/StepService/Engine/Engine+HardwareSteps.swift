@@ -27,7 +27,7 @@ extension Engine {
     }
 
     public func stepCounterRead(_ steps: Int, at time: Double, countingAfter counting: StepCounting) {
-        let arrival = Date()
+        let arrival = clock.now
         if steps >= 0 { latestHardwareSteps.withLockedValue { $0 = steps } }
         // Sync on the source's thread, as a batch of samples is (Engine.receive): a read wakes no worker.
         queue.sync { [self] in withState { countSensorSteps(steps, at: time, countingAfter: counting, arrivedAt: arrival, &$0) } }
@@ -48,7 +48,6 @@ extension Engine {
             return
         }
         func wall(_ t: Double) -> Date { arrival.addingTimeInterval(t - time) }
-        let handlers = self.handlers
         if time > s.lastSampleTime {
             s.lastSampleTime = time
             s.lastSampleWall = arrival
@@ -57,7 +56,7 @@ extension Engine {
         if !steps.isEmpty { armStallTimer(lastStepAt: arrival, &s) }
         let newDay = s.day.advance(to: arrival, calendar: dayCalendar)
         if newDay { scheduleMidnight(&s) }
-        countSteps(steps, wall: wall, handlers: handlers, &s)
+        countSteps(steps, wall: wall, &s)
         takeWaitingReadings(&s)
         let floorChange = s.floors.advance(to: time)
         if let floorChange { countToday(floorChange, wall: wall(floorChange.time), &s) }
@@ -66,16 +65,16 @@ extension Engine {
         if let floorChange { announce(floorChange, wall: wall(floorChange.time), snapshot: snapshot, s) }
         if pause != nil || newDay || !steps.isEmpty {
             s.lastPedometerPush = time
-            for handler in handlers { handler(.pedometer(snapshot)) }
+            emit(.pedometer(snapshot))
         }
         if let (_, pauseStart) = pause {
-            for handler in handlers { handler(.activity(.stationary, time: wall(pauseStart))) }
+            emit(.activity(.stationary, time: wall(pauseStart)))
         }
     }
 
     /// Counts steps (the detector's or the counter's) into the totals, today, floors, cadence and the walk,
     /// and tells the watchers.
-    func countSteps(_ times: [Double], wall: (Double) -> Date, handlers: [@Sendable (EngineEvent) -> Void],
+    func countSteps(_ times: [Double], wall: (Double) -> Date,
                     _ s: inout EngineState) {
         for t in times {
             s.steps += 1
@@ -84,9 +83,9 @@ extension Engine {
             s.floors.step(at: t)
             s.cadence.record(stepAt: t)
             if s.activity.step(at: t) == .walking {
-                for handler in handlers { handler(.activity(.walking, time: wall(t))) }
+                emit(.activity(.walking, time: wall(t)))
             }
-            for handler in handlers { handler(.step(count: s.steps, time: wall(t), strideMeters: s.stride.strideMeters)) }
+            emit(.step(count: s.steps, time: wall(t), strideMeters: s.stride.strideMeters))
         }
     }
 }

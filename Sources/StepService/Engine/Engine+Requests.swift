@@ -19,19 +19,20 @@ extension Engine {
     /// Starts counting from zero now (the seed's reset button); replies with the fresh snapshot.
     public func reset(completion: @escaping @Sendable (EngineSnapshot) -> Void) {
         queue.async { [self] in
-            withState { s in
+            // The observers hear of the reset (the store records it) before the reply.
+            let snapshot = withState { s in
                 s.steps = 0
                 s.distanceMeters = 0
                 s.restoredSteps = 0
                 s.restoredFloors = false
-                s.since = Date()
+                s.since = clock.now
                 s.cadence.reset()
                 s.activity.reset()
                 s.floors.reset()
-                let snapshot = publish(s)
-                for handler in resetHandlers.withLockedValue({ $0 }) { handler(s.since) }
-                completion(snapshot)
+                emit(.reset(since: s.since))
+                return publish(s)
             }
+            completion(snapshot)
         }
     }
 
@@ -59,7 +60,7 @@ extension Engine {
     public func restoreToday(_ minutes: [DayCounter.SavedMinute], floorsDescended: Int?) {
         queue.sync {
             withState { s in
-                if s.day.advance(to: Date(), calendar: dayCalendar) { scheduleMidnight(&s) }
+                if s.day.advance(to: clock.now, calendar: dayCalendar) { scheduleMidnight(&s) }
                 s.day.restore(minutes, floorsDescended: floorsDescended)
                 publish(s)
             }
@@ -73,16 +74,17 @@ extension Engine {
     public func add(saved: (steps: Int, since: Date, distanceMeters: Double, floors: FloorCounts?),
                     completion: @escaping @Sendable (Int, Date, Double, FloorCounts?) -> Void) {
         queue.async { [self] in
-            withState { s in
+            let counted = withState { s in
                 s.steps += saved.steps
                 s.distanceMeters += saved.distanceMeters
                 s.restoredSteps += saved.steps
                 s.since = min(s.since, saved.since)
                 if let floorsSaved = saved.floors { s.floors.resume(from: s.floors.counter.counts + floorsSaved) }
                 publish(s)
-                completion(s.steps, s.since, s.distanceMeters,
-                           s.floors.hasReadings || saved.floors != nil ? s.floors.counter.counts : nil)
+                return (s.steps, s.since, s.distanceMeters,
+                        s.floors.hasReadings || saved.floors != nil ? s.floors.counter.counts : nil)
             }
+            completion(counted.0, counted.1, counted.2, counted.3)
         }
     }
 }

@@ -8,7 +8,7 @@ extension Engine {
     // MARK: SampleSink
 
     public func receive(_ samples: [Sample]) {
-        let arrival = Date()
+        let arrival = clock.now
         if let last = samples.last(where: SamplePlausibility.isPlausible) {
             pressureInbox.withLockedValue { $0.newestSampleTime = last.time }
         }
@@ -44,7 +44,7 @@ extension Engine {
                     // No more steps can join the bout in progress: it ends with the samples.
                     var ended: [ActivityBout] = []
                     s.bouts.finish { ended.append($0) }
-                    announce(ended, handlers: self.handlers, s)
+                    announce(ended, s)
                 }
             }
         }
@@ -81,7 +81,6 @@ extension Engine {
             publish(s)
             return
         }
-        let handlers = self.handlers
         let wantMotion = motionWanted.withLockedValue { $0 }
         // The batch's last sample arrived now; any instant on the sample clock is that far before it.
         func wall(_ t: Double) -> Date { arrival.addingTimeInterval(t - last.time) }
@@ -93,7 +92,7 @@ extension Engine {
             let estimate = s.motion.update(uniform)
             s.lastMotion = estimate
             if wantMotion {
-                for handler in handlers { handler(.motion(estimate, time: wall(uniform.time), sampleTime: uniform.time)) }
+                emit(.motion(estimate, time: wall(uniform.time), sampleTime: uniform.time))
             }
         }, onStep: { newSteps.append($0) })
         // In the sensor-counter mode the sensor counts the steps after a switch (Engine+HardwareSteps.swift).
@@ -105,7 +104,7 @@ extension Engine {
         if !newSteps.isEmpty { armStallTimer(lastStepAt: arrival, &s) }
         let newDay = s.day.advance(to: arrival, calendar: dayCalendar)
         if newDay { scheduleMidnight(&s) }
-        countSteps(newSteps, wall: wall, handlers: handlers, &s)
+        countSteps(newSteps, wall: wall, &s)
         var endedBouts: [ActivityBout] = []
         for t in newSteps {
             s.gait.step(at: t)
@@ -124,21 +123,21 @@ extension Engine {
         // The final figures of a walk go out before the word that it has stopped.
         if pause != nil || newDay || (!newSteps.isEmpty && last.time - s.lastPedometerPush >= 1) {
             s.lastPedometerPush = last.time
-            for handler in handlers { handler(.pedometer(snapshot)) }
+            emit(.pedometer(snapshot))
         }
         if let (_, pauseStart) = pause {
-            for handler in handlers { handler(.activity(.stationary, time: wall(pauseStart))) }
+            emit(.activity(.stationary, time: wall(pauseStart)))
         }
-        announce(endedBouts, handlers: handlers, s)
+        announce(endedBouts, s)
     }
 
     /// Measures each ended bout's gait and tells the watchers.
-    func announce(_ bouts: [ActivityBout], handlers: [@Sendable (EngineEvent) -> Void], _ s: EngineState) {
+    func announce(_ bouts: [ActivityBout], _ s: EngineState) {
         for bout in bouts {
             let measured = GaitBout(bout: bout, gait: s.gait.measures(from: bout.start, to: bout.end))
             let event = EngineEvent.bout(measured, start: s.wall(ofSampleTime: bout.start), end: s.wall(ofSampleTime: bout.end),
                                          placement: configuration.placement)
-            for handler in handlers { handler(event) }
+            emit(event)
         }
     }
 
@@ -151,11 +150,8 @@ extension Engine {
             return
         }
         let wall = wallNow.addingTimeInterval(pauseStart - s.lastSampleTime)
-        let handlers = self.handlers
         let snapshot = publish(s)
-        for handler in handlers {
-            handler(.pedometer(snapshot))
-            handler(.activity(.stationary, time: wall))
-        }
+        emit(.pedometer(snapshot))
+        emit(.activity(.stationary, time: wall))
     }
 }

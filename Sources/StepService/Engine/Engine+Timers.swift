@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import StepProcessing
 import StepProtocol
+import Timekeeping
 
 /// The two timers on the processing queue: the walk that ends when steps stop without samples to say so, and
 /// the day that starts at local midnight when no batch comes to start it.
@@ -18,12 +19,12 @@ extension Engine {
     /// say nothing, and only this deadline ends their walk.
     func armStallTimer(lastStepAt wall: Date, _ s: inout EngineState) {
         s.lastStepWall = wall
-        stallDeadline(&s).set(after: Self.stallSeconds)
+        stallDeadline(&s).schedule(after: Self.stallSeconds)
     }
 
-    private func stallDeadline(_ s: inout EngineState) -> QuietDeadline {
+    private func stallDeadline(_ s: inout EngineState) -> any ClockTimer {
         if let deadline = s.stallDeadline { return deadline }
-        let deadline = QuietDeadline(queue: queue) { [weak self] in self?.stallTimerFired() }
+        let deadline = clock.makeQuietDeadline(queue: queue) { [weak self] in self?.stallTimerFired() }
         s.stallDeadline = deadline
         return deadline
     }
@@ -34,10 +35,10 @@ extension Engine {
     private func stallTimerFired() {
         withState { s in
             guard let lastStepWall = s.lastStepWall else { return }
-            let quiet = Date().timeIntervalSince(lastStepWall)
+            let quiet = clock.now.timeIntervalSince(lastStepWall)
             // Moved just as it expired, or the wall clock stepped: go again for the time left.
             if quiet < Self.stallSeconds - 0.5 {
-                return stallDeadline(&s).set(after: Self.stallSeconds - max(0, quiet))
+                return stallDeadline(&s).schedule(after: Self.stallSeconds - max(0, quiet))
             }
             guard s.activity.state == .walking || s.cadence.stepsPerMinute(now: s.lastSampleTime) > 0 else { return }
             logger.debug("no step for \(Int(Self.stallSeconds)) s and no sample to say so: the walk ends here")
@@ -50,24 +51,19 @@ extension Engine {
     /// clock, which costs the dispatch manager no wake-ups on the way; a clock set meanwhile is caught by the
     /// next batch, or by the timer firing early and going again for the time left.
     func scheduleMidnight(_ s: inout EngineState) {
-        let timer = s.midnightTimer ?? {
-            let timer = DispatchSource.makeTimerSource(queue: queue)
-            timer.setEventHandler { [weak self] in self?.midnightPassed() }
-            timer.activate()
-            return timer
-        }()
+        let timer = s.midnightTimer ?? clock.makeTimer(queue: queue) { [weak self] in self?.midnightPassed() }
         s.midnightTimer = timer
-        let wait = max(0, s.day.today.end.timeIntervalSinceNow) + 0.01
-        timer.schedule(deadline: .now() + wait, leeway: .milliseconds(100))
+        let wait = max(0, s.day.today.end.timeIntervalSince(clock.now)) + 0.01
+        timer.schedule(after: wait, repeating: nil, leewaySeconds: 0.1)
     }
 
     private func midnightPassed() {
         withState { s in
             defer { scheduleMidnight(&s) }
-            guard s.day.advance(to: Date(), calendar: dayCalendar) else { return }
+            guard s.day.advance(to: clock.now, calendar: dayCalendar) else { return }
             logger.debug("a new day: today's figures start from zero at \(Timestamp.string(s.day.today.start))")
             let snapshot = publish(s)
-            for handler in handlers { handler(.pedometer(snapshot)) }
+            emit(.pedometer(snapshot))
         }
     }
 }

@@ -5,14 +5,18 @@ import Logging
 import NIOConcurrencyHelpers
 import StepProcessing
 import StepProtocol
+import Timekeeping
 
 /// The processing engine. It owns the pipeline and the count on one serial dispatch queue: sources hand
 /// samples over from their own threads, and everything that changes state runs on `queue`. Readers (the
 /// socket server) see only the snapshot the queue publishes after each batch.
 ///
 /// `Sendable` by construction: the queue's state is an `EngineState` in a mutex that only the queue's work takes
-/// (`withState`), and what other threads touch (snapshots, handlers, flags, inboxes) is in locked boxes. The
-/// engine's parts are in files of their own: samples (Engine+Samples), the barometer and floors
+/// (`withState`), and what other threads touch (snapshots, observers, flags, inboxes) is in locked boxes. The
+/// Events raised while the state is changed are kept aside and delivered to the `EngineObserver`s once the state's
+/// lock is released (`withState`): no observer runs with the lock held. Time comes from `clock` (Timekeeping).
+///
+/// The engine's parts are in files of their own: samples (Engine+Samples), the barometer and floors
 /// (Engine+Barometer), the stall and midnight timers (Engine+Timers), requests and restoring a saved count
 /// (Engine+Requests), position (Location/Engine+Location).
 public final class Engine: SampleSink, BarometerSink, Sendable {
@@ -30,6 +34,8 @@ public final class Engine: SampleSink, BarometerSink, Sendable {
     }
 
     public let configuration: Configuration
+    /// The wall and monotonic clocks and the timers (midnight, the stall, a stale fix): a manual one in tests.
+    public let clock: any DaemonClock
     /// How long after it happened the configured detector may report a step (`StepStore.Configuration`).
     public let stepHoldBackSeconds: Double
     let queue = DispatchQueue(label: "stepd.pipeline", qos: .userInitiated)
@@ -63,20 +69,26 @@ public final class Engine: SampleSink, BarometerSink, Sendable {
 
     private let published: NIOLockedValueBox<EngineSnapshot>
     let publishedLocation: NIOLockedValueBox<LocationSnapshot>
-    let eventHandlers = NIOLockedValueBox<[@Sendable (EngineEvent) -> Void]>([])
+    private let observers = NIOLockedValueBox<[any EngineObserver]>([])
+    /// Events raised under the state's lock, delivered when `withState` has released it. Touched on `queue` only.
+    private let outbox = NIOLockedValueBox<[EngineEvent]>([])
     let motionWanted = NIOLockedValueBox(false)
-    let resetHandlers = NIOLockedValueBox<[@Sendable (Date) -> Void]>([])
 
-    public init(configuration: Configuration = .init(), logger: Logger = Logger(label: "stepd.engine")) {
+    public init(configuration: Configuration = .init(), clock: any DaemonClock = SystemClock(),
+                logger: Logger = Logger(label: "stepd.engine")) {
         self.configuration = configuration
+        self.clock = clock
         self.logger = logger
         dayCalendar = Self.daemonCalendar
         if let warning = DaemonTimeZone.current.warning { logger.warning("\(warning)") }
-        let initial = EngineState(configuration: configuration, calendar: dayCalendar)
+        var initial = EngineState(configuration: configuration, calendar: dayCalendar, now: clock.now)
         stepHoldBackSeconds = initial.pipeline.detector.longestReportDelaySeconds
         published = NIOLockedValueBox(initial.snapshot(rateOutHz: configuration.rateHz, sourceRejected: 0,
                                                        hardwareSteps: nil))
         publishedLocation = NIOLockedValueBox(initial.locationTracker.snapshot)
+        let outbox = self.outbox
+        // The tracker's records (path points, visits) join the events, in their order.
+        initial.locationTracker.recorder = { record in outbox.withLockedValue { $0.append(.record(record)) } }
         state = Locked(initial)
         queue.async { [self] in withState { scheduleMidnight(&$0) } }
     }
@@ -91,20 +103,44 @@ public final class Engine: SampleSink, BarometerSink, Sendable {
 
     /// Runs `body` with the queue's state. Only on `queue`, so the lock is never waited for; and never from
     /// within `body` (the mutex is not recursive): helpers take the state as an `inout` argument instead.
+    /// The events `body` raised (`emit`) are delivered after the lock is released, before `withState` returns.
     func withState<Result: Sendable>(_ body: (inout EngineState) -> Result) -> Result {
         dispatchPrecondition(condition: .onQueue(queue))
-        return state.withLock { body(&$0) }
+        let result = state.withLock { body(&$0) }
+        deliverEvents()
+        return result
+    }
+
+    /// Raises an event for the observers; delivered once the state's lock is released. On `queue`.
+    func emit(_ event: EngineEvent) {
+        outbox.withLockedValue { $0.append(event) }
+    }
+
+    private func deliverEvents() {
+        let events = outbox.withLockedValue { box -> [EngineEvent] in
+            defer { box.removeAll(keepingCapacity: true) }
+            return box
+        }
+        guard !events.isEmpty else { return }
+        let observers = self.observers.withLockedValue { $0 }
+        for event in events {
+            for observer in observers { observer.engine(self, emitted: event) }
+        }
     }
 
     /// The latest published state; cheap, safe from any thread.
     public var snapshot: EngineSnapshot { published.withLockedValue { $0 } }
 
-    /// Registers a listener for steps and other events; called on the processing queue, so it must not block.
-    public func onEvent(_ handler: @escaping @Sendable (EngineEvent) -> Void) {
-        eventHandlers.withLockedValue { $0.append(handler) }
+    /// Adds an observer, told of every event after those registered before it (the store first: the fleet
+    /// relies on a bout or a visit being recorded when it hears of it).
+    public func register(_ observer: any EngineObserver) {
+        observers.withLockedValue { $0.append(observer) }
     }
 
-    var handlers: [@Sendable (EngineEvent) -> Void] { eventHandlers.withLockedValue { $0 } }
+    /// Removes an observer; an event being delivered meanwhile may still reach it once.
+    public func unregister(_ observer: any EngineObserver) {
+        observers.withLockedValue { $0.removeAll { $0 === observer } }
+    }
 
     /// Motion events cost a message per sample; the server turns them on only while someone watches them.
     public func setMotionWanted(_ wanted: Bool) {
@@ -122,11 +158,6 @@ public final class Engine: SampleSink, BarometerSink, Sendable {
                 publish(s)
             }
         }
-    }
-
-    /// Registers a listener for resets (the new `since`); called on the processing queue, before the reply.
-    public func onReset(_ handler: @escaping @Sendable (Date) -> Void) {
-        resetHandlers.withLockedValue { $0.append(handler) }
     }
 
     /// Runs `body` on the processing queue: the watchdog's proof that the queue still drains.

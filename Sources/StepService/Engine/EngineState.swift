@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import StepProcessing
 import StepProtocol
+import Timekeeping
 
 /// What the processing queue owns: the pipeline and every figure it counts. The engine holds it in a mutex
 /// (`Engine.state`) that only work running on its queue takes (`Engine.withState`), so the lock is never
@@ -12,7 +13,7 @@ struct EngineState {
     /// The distance since the reset: each step's own stride added as it is counted (as today's distance is), so a
     /// stride calibrated by GPS changes only the steps after it and the total never falls.
     var distanceMeters = 0.0
-    var since = Date()
+    var since: Date
     var cadence = CadenceMeter()
     var activity = ActivityTracker()
     var stride: StrideModel
@@ -23,18 +24,18 @@ struct EngineState {
     var floors: StepAlignedFloors
     var barometer = BarometerState()
     var lastSampleTime = 0.0
-    var lastSampleWall = Date()
+    var lastSampleWall: Date
     var lastPedometerPush = -Double.infinity
     var rate = RateMeter()
     var source: (kind: String, description: String, state: SourceState) = ("none", "", .starting)
     var demo = false
     /// Fires when steps stop coming without samples to tell it (a source that stalls): Engine+Timers.swift.
-    var stallDeadline: QuietDeadline?
+    var stallDeadline: (any ClockTimer)?
     var lastStepWall: Date?
     /// Today's figures (since local midnight in the daemon's zone), and the timer that starts the next day at
     /// midnight when no batch comes to do it (a source stopped, or none).
     var day: DayCounter
-    var midnightTimer: DispatchSourceTimer?
+    var midnightTimer: (any ClockTimer)?
     /// Steps taken over from the store at start (see `Engine.restore`); zero after a reset.
     var restoredSteps = 0
     /// Whether the store had floors for the count taken over (an earlier run had a barometer).
@@ -49,15 +50,17 @@ struct EngineState {
     /// The GPS state the journal last said (`stale` included, which only a deadline notices), and the
     /// deadline that fires when a fix grows stale (Engine+Location.swift).
     var gpsLoggedState: String?
-    var gpsStaleDeadline: QuietDeadline?
+    var gpsStaleDeadline: (any ClockTimer)?
 
-    init(configuration: Engine.Configuration, calendar: Calendar) {
+    init(configuration: Engine.Configuration, calendar: Calendar, now: Date) {
+        since = now
+        lastSampleWall = now
         pipeline = StepPipeline(detector: configuration.detector.make(sampleRateHz: configuration.rateHz),
                                 rateHz: configuration.rateHz)
         floors = StepAlignedFloors(holdBackSeconds: pipeline.detector.longestReportDelaySeconds)
         stride = StrideModel(heightMeters: configuration.heightMeters)
         motion = MotionEstimator(sampleRateHz: configuration.rateHz)
-        day = DayCounter(now: Date(), calendar: calendar)
+        day = DayCounter(now: now, calendar: calendar)
         locationTracker = LocationTracker(configuration: configuration.location)
         var gaitConfiguration = GaitRecorder.Configuration()
         gaitConfiguration.rateHz = configuration.rateHz

@@ -5,9 +5,9 @@ import StepProtocol
 /// What the processing queue publishes for the socket server to read without touching pipeline state.
 public struct EngineSnapshot: Sendable {
     public var steps = 0
-    public var since = Date()
+    public var since = Date(timeIntervalSince1970: 0)
     /// The wall-clock time of the newest sample processed.
-    public var end = Date()
+    public var end = Date(timeIntervalSince1970: 0)
     public var cadenceStepsPerMinute = 0.0
     public var distanceMeters = 0.0
     public var strideMeters = 0.0
@@ -38,7 +38,7 @@ public struct EngineSnapshot: Sendable {
     /// The accelerometer's hardware step counter, when it has one.
     public var hardwareSteps: Int?
     /// Since local midnight in the daemon's zone (DayCounter).
-    public var today = DayTotals(start: Date(), end: Date(), timeZone: .gmt)
+    public var today = DayTotals(start: Date(timeIntervalSince1970: 0), end: Date(timeIntervalSince1970: 0), timeZone: .gmt)
 }
 
 /// The barometer as STATUS shows it: what it is, its state (SourceState, as the accelerometer's), its rate.
@@ -50,6 +50,14 @@ public struct BarometerState: Sendable, Equatable {
     public var rateHz: Double?
     public var lastKilopascal: Double?
     public init() {}
+}
+
+/// What the engine tells the parts that follow it (the store records, the server pushes to watchers, the fleet
+/// publishes). The lifecycle registers each (`Engine.register`) and unregisters it at stop.
+public protocol EngineObserver: AnyObject, Sendable {
+    /// On the processing queue, after the engine's state lock is released, in the order things happened, each
+    /// observer after those registered before it. It must not block: the queue counts the steps.
+    func engine(_ engine: Engine, emitted event: EngineEvent)
 }
 
 /// Something that happened on the processing queue that watchers may want pushed to them.
@@ -72,6 +80,10 @@ public enum EngineEvent: Sendable {
     case bout(GaitBout, start: Date, end: Date, placement: Placement)
     /// One sample of the uniform grid's motion estimate; sent only while someone watches MOTION.
     case motion(MotionEstimate, time: Date, sampleTime: Double)
+    /// The count was reset: it starts from zero at `since` (told before the client's reply).
+    case reset(since: Date)
+    /// A point added to the path or a visit that began or ended, for the store.
+    case record(LocationRecord)
 }
 
 extension EngineSnapshot {

@@ -100,7 +100,6 @@ public final class FleetPublisher: Sendable {
                 core.client = client
             }
         }
-        subscribeToEngine()
         queue.sync { onQueue { $0.startOutbox() } }
         client.start(host: configuration.broker.host, port: configuration.broker.port,
                      keepaliveSeconds: configuration.keepaliveSeconds, backoff: Self.backoff)
@@ -138,12 +137,13 @@ public final class FleetPublisher: Sendable {
         client?.stop()
     }
 
-    // MARK: Engine events (hop from the processing queue)
+}
 
-    private func subscribeToEngine() {
-        engine.onEvent { [weak self] event in
-            guard let self else { return }
-            switch event {
+/// The engine's events, hopping from the processing queue to the publisher's. The daemon registers the publisher
+/// with the engine once it has started (`Engine.register`), after the store's recorder.
+extension FleetPublisher: EngineObserver {
+    public func engine(_ engine: Engine, emitted event: EngineEvent) {
+        switch event {
             case .pedometer(let snapshot):
                 hop { $0.stepsChanged(snapshot) }
             case .location(.position(let fix)):
@@ -155,14 +155,11 @@ public final class FleetPublisher: Sendable {
             case .bout:
                 // Recorded by the store already (EngineRecording listens first): sealed now, as a visit.
                 hop { $0.visitRecorded() }
+            case .reset:
+                let snapshot = engine.snapshot
+                hop { $0.publishSteps(snapshot, forced: true) }
             default:
                 break
             }
-        }
-        engine.onReset { [weak self] _ in
-            guard let self else { return }
-            let snapshot = engine.snapshot
-            hop { $0.publishSteps(snapshot, forced: true) }
-        }
     }
 }

@@ -57,7 +57,7 @@ extension StepStore {
                 completion(.failure(status.error.map { StoreError.unavailable(reason: $0) } ?? .unavailable(reason: "not committed yet")))
                 return
             }
-            let cutoff = Date().addingTimeInterval(-Double(configuration.retentionDays) * 86_400)
+            let cutoff = clock.now.addingTimeInterval(-Double(configuration.retentionDays) * 86_400)
             completion(outboxWrite { db in
                 let added = try Self.sealMinutes(db, through: newest, cutoff: cutoff, encode: encoder.minute)
                     + Self.sealVisits(db, cutoff: cutoff, encode: encoder.visit)

@@ -1,6 +1,7 @@
 import Foundation
 import StepProcessing
 import StepProtocol
+import Timekeeping
 
 /// The engine's position side: fixes from the gpsd thread hop onto the processing queue like samples.
 extension Engine: FixSink {
@@ -15,10 +16,7 @@ extension Engine: FixSink {
                     calibrateStride(gpsDistanceMeters: stretch.meters, steps: stretch.steps)
                 }
                 guard !events.isEmpty else { return }
-                let handlers = self.handlers
-                for event in events {
-                    for handler in handlers { handler(.location(event)) }
-                }
+                for event in events { emit(.location(event)) }
             }
         }
     }
@@ -73,12 +71,6 @@ extension Engine: FixSink {
         }
     }
 
-    /// Registers the store: told of each point added to the path and each visit as it begins and ends, on
-    /// the processing queue (so it must not block).
-    public func onLocationRecord(_ recorder: @escaping @Sendable (LocationRecord) -> Void) {
-        queue.sync { withState { $0.locationTracker.recorder = recorder } }
-    }
-
     private func publishLocation(_ s: EngineState) {
         var snapshot = s.locationTracker.snapshot
         snapshot.restoreError = s.locationRestoreError
@@ -91,7 +83,7 @@ extension Engine: FixSink {
         let tracker = s.locationTracker
         let after = tracker.state
         if after == GPSState.fix.rawValue {
-            gpsStaleDeadline(&s).set(after: GPSState.staleAfterSeconds + 0.1)
+            gpsStaleDeadline(&s).schedule(after: GPSState.staleAfterSeconds + 0.1)
         } else {
             s.gpsStaleDeadline?.clear()
         }
@@ -107,9 +99,9 @@ extension Engine: FixSink {
         }
     }
 
-    private func gpsStaleDeadline(_ s: inout EngineState) -> QuietDeadline {
+    private func gpsStaleDeadline(_ s: inout EngineState) -> any ClockTimer {
         if let deadline = s.gpsStaleDeadline { return deadline }
-        let deadline = QuietDeadline(queue: queue) { [weak self] in self?.gpsFixMayBeStale() }
+        let deadline = clock.makeQuietDeadline(queue: queue) { [weak self] in self?.gpsFixMayBeStale() }
         s.gpsStaleDeadline = deadline
         return deadline
     }
@@ -119,12 +111,12 @@ extension Engine: FixSink {
     private func gpsFixMayBeStale() {
         withState { s in
             let snapshot = s.locationTracker.snapshot
-            guard snapshot.state(now: Date()) == .stale, s.gpsLoggedState != GPSState.stale.rawValue else {
+            guard snapshot.state(now: clock.now) == .stale, s.gpsLoggedState != GPSState.stale.rawValue else {
                 // Moved just as it expired (a fix came): the next fix set it again.
                 if let arrival = snapshot.position?.arrival, snapshot.state == GPSState.fix.rawValue,
                    s.gpsLoggedState != GPSState.stale.rawValue {
-                    let left = GPSState.staleAfterSeconds - Date().timeIntervalSince(arrival)
-                    if left > 0 { gpsStaleDeadline(&s).set(after: left + 0.1) }
+                    let left = GPSState.staleAfterSeconds - clock.now.timeIntervalSince(arrival)
+                    if left > 0 { gpsStaleDeadline(&s).schedule(after: left + 0.1) }
                 }
                 return
             }

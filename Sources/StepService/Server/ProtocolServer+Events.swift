@@ -3,9 +3,19 @@ import NIOCore
 import StepProcessing
 import StepProtocol
 
-/// The engine's events, sent to the clients that watch their class. Runs on the server's event loop (the
-/// engine's callback hops there, and only while someone watches).
-extension ProtocolServer {
+/// The engine's events, sent to the clients that watch their class. The daemon registers the server with the
+/// engine once it serves (`Engine.register`); each event hops to the server's event loop, and only while someone
+/// watches: with nobody watching, the loop is not woken at all, and a quiet daemon stays quiet.
+extension ProtocolServer: EngineObserver {
+    public func engine(_ engine: Engine, emitted event: EngineEvent) {
+        switch event {
+        case .reset, .record: return   // the store's
+        default: break
+        }
+        guard anyoneWatching.withLockedValue({ $0 }) else { return }
+        loop.execute { self.broadcast(event) }
+    }
+
     func broadcast(_ event: EngineEvent) {
         loop.assertInEventLoop()
         switch event {
@@ -20,8 +30,8 @@ extension ProtocolServer {
             send(Wire.line(Replies.steps(snapshot, id: nil, asClass: "PEDOMETER")), to: .pedometer)
         case .bout(let bout, let start, let end, let placement):
             send(Wire.line(Replies.bout(bout, start: start, end: end, placement: placement)), to: .bout)
-        case .floors:
-            break   // PEDOMETER, which follows, carries the totals
+        case .floors, .reset, .record:
+            break   // PEDOMETER, which follows, carries the totals; the rest is the store's
         case .motion(let estimate, let time, let sampleTime):
             for session in sessions.values where session.watched.contains(.motion) {
                 // Thin the 60 Hz stream to the rate asked for; the small slack keeps 60 Hz exact despite rounding.

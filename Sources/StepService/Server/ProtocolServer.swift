@@ -152,13 +152,6 @@ public final class ProtocolServer: Sendable {
         if let name = configuration.adminGroup, access.adminGroup == nil {
             logger.warning("admin group '\(name)' does not exist; only root and the daemon's user may reset")
         }
-        let loop = self.loop
-        let anyoneWatching = self.anyoneWatching
-        engine.onEvent { [weak self] event in
-            // With nobody watching, the event loop is not woken at all: a quiet daemon stays quiet.
-            guard anyoneWatching.withLockedValue({ $0 }), let self else { return }
-            loop.execute { self.broadcast(event) }
-        }
     }
 
     /// Binds the socket (replacing a stale one left by a crash, never a live one) and starts accepting.

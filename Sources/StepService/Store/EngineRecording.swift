@@ -5,9 +5,11 @@ import StepProtocol
 
 /// The engine and the store joined: a start continues the count (steps and floors), the path and the visits the store saved,
 /// and from then on every step, floor, reset, track point and visit the engine reports is recorded. The
-/// daemon calls `start` once, after it has taken the state directory's lock and before the sources start.
+/// daemon calls `start` once, after it has taken the state directory's lock and before the sources start; it
+/// registers the store's `StoreRecorder` with the engine, which the daemon unregisters before the store closes.
 public enum EngineRecording {
-    public static func start(engine: Engine, store: StepStore, logger: Logger) {
+    @discardableResult
+    public static func start(engine: Engine, store: StepStore, logger: Logger) -> StoreRecorder {
         let fresh = StepStore.Counter(steps: 0, since: engine.snapshot.since)
         // A store away at start comes back with the count it saved: STEPS goes on from the sum, handed back
         // through the processing queue so that it reaches the store in order with the steps.
@@ -24,38 +26,17 @@ public enum EngineRecording {
         }
         restoreToday(engine: engine, store: store, counter: counter, logger: logger)
         restoreLocation(engine: engine, store: store, logger: logger)
-        engine.onLocationRecord { [store] record in store.record(record.storeWrite) }
-        engine.onEvent { [store] event in
-            switch event {
-            case let .step(count, time, strideMeters):
-                store.record(.step(count: count, time: time, distanceMeters: strideMeters))
-            case let .floors(added, total, time):
-                store.record(.floors(added: added, total: total, time: time))
-            case let .bout(measured, start, end, placement):
-                let gait = measured.gait.rounded()
-                store.record(.bout(StoredBout(start: start, end: end, steps: measured.bout.steps,
-                                              cadenceStepsPerMinute: (measured.bout.cadenceStepsPerMinute * 10).rounded() / 10,
-                                              gait: GaitMeasures(strideTimeSeconds: gait.strideTimeSeconds,
-                                                                 strideTimeCV: gait.strideTimeCV, regularity: gait.regularity,
-                                                                 symmetry: gait.symmetry, stepLengthMeters: gait.stepLengthMeters,
-                                                                 speedMetersPerSecond: gait.speedMetersPerSecond),
-                                              placement: placement.rawValue)))
-            case .activity(.stationary, _):
-                // The walk's last steps are not followed by another that would carry them to the disk.
-                store.flush()
-            default:
-                break
-            }
-        }
-        engine.onReset { [store] since in store.record(.reset(since: since)) }
+        let recorder = StoreRecorder(store: store)
+        engine.register(recorder)
         store.startCommitting()
+        return recorder
     }
 
     /// Today's figures from the minute bins saved since local midnight (the history `history` sums), so that
     /// a restart, or a start in another zone, shows the day as the history has it. The history keeps the floors
     /// up only: the floors down come from the counter when its reset was made today, else from this start.
     private static func restoreToday(engine: Engine, store: StepStore, counter: StepStore.Counter, logger: Logger) {
-        let now = Date()
+        let now = engine.clock.now
         let day = DayCounter.day(holding: now, calendar: Engine.daemonCalendar)
         guard day.start < now, let bins = try? store.history(from: day.start, to: now, size: .minute) else { return }
         let minutes = bins.map {
@@ -93,6 +74,40 @@ public enum EngineRecording {
         engine.restoreLocation(points: stored.map(\.fix), visits: visits.map(\.visit))
         if !stored.isEmpty || !visits.isEmpty {
             logger.info("continuing the track from \(stored.count) saved points and \(visits.count) visits")
+        }
+    }
+}
+
+/// The store as an engine observer: every step, floor, bout, reset, path point and visit is recorded.
+public final class StoreRecorder: EngineObserver {
+    private let store: StepStore
+
+    init(store: StepStore) { self.store = store }
+
+    public func engine(_ engine: Engine, emitted event: EngineEvent) {
+        switch event {
+        case let .step(count, time, strideMeters):
+            store.record(.step(count: count, time: time, distanceMeters: strideMeters))
+        case let .floors(added, total, time):
+            store.record(.floors(added: added, total: total, time: time))
+        case let .bout(measured, start, end, placement):
+            let gait = measured.gait.rounded()
+            store.record(.bout(StoredBout(start: start, end: end, steps: measured.bout.steps,
+                                          cadenceStepsPerMinute: (measured.bout.cadenceStepsPerMinute * 10).rounded() / 10,
+                                          gait: GaitMeasures(strideTimeSeconds: gait.strideTimeSeconds,
+                                                             strideTimeCV: gait.strideTimeCV, regularity: gait.regularity,
+                                                             symmetry: gait.symmetry, stepLengthMeters: gait.stepLengthMeters,
+                                                             speedMetersPerSecond: gait.speedMetersPerSecond),
+                                          placement: placement.rawValue)))
+        case .activity(.stationary, _):
+            // The walk's last steps are not followed by another that would carry them to the disk.
+            store.flush()
+        case .reset(let since):
+            store.record(.reset(since: since))
+        case .record(let record):
+            store.record(record.storeWrite)
+        default:
+            break
         }
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import Locking
 import Logging
+import Timekeeping
 import NIOConcurrencyHelpers
 import StepProcessing
 
@@ -54,6 +55,8 @@ public final class StepStore: Sendable {
     }
 
     public let configuration: Configuration
+    /// The commit timer's clock and the times stamped on what is saved: a manual one in tests.
+    public let clock: any DaemonClock
     private let policy: CommitPolicy
     let queue: DispatchQueue
     /// History, track and visit reads: beside the commits (a WAL reader sees the last committed state and
@@ -94,12 +97,14 @@ public final class StepStore: Sendable {
         var handoff = CommitPolicy.Handoff()
         /// Drains the inbox a commit interval after a wait began, when no later write did (CommitPolicy);
         /// set, moved and cleared under this lock, so that a drain never clears the backstop of a newer wait.
-        var backstop: QuietDeadline?
+        var backstop: (any ClockTimer)?
     }
     private let inbox: NIOLockedValueBox<Inbox>
 
-    public init(configuration: Configuration, logger: Logger = Logger(label: "stepd.store")) {
+    public init(configuration: Configuration, clock: any DaemonClock = SystemClock(),
+                logger: Logger = Logger(label: "stepd.store")) {
         self.configuration = configuration
+        self.clock = clock
         policy = configuration.commitPolicy
         let writer = StoreWriter(directory: configuration.directory, path: configuration.path)
         leases = writer.leases
@@ -108,9 +113,9 @@ public final class StepStore: Sendable {
         let published = NIOLockedValueBox(StoreStatus(path: configuration.path, state: "starting", error: nil,
                                                       retentionDays: configuration.retentionDays, lastCommit: nil))
         (self.queue, self.inbox, self.stopping, self.published) = (queue, inbox, stopping, published)
-        core = Locked(StoreCore(configuration: configuration, logger: logger, queue: queue, writer: writer,
+        core = Locked(StoreCore(configuration: configuration, clock: clock, logger: logger, queue: queue, writer: writer,
                                inbox: inbox, published: published, stopping: stopping))
-        let backstop = QuietDeadline(queue: queue) { [weak self] in self?.onQueue { $0.drainAndCommit() } }
+        let backstop = clock.makeQuietDeadline(queue: queue) { [weak self] in self?.onQueue { $0.drainAndCommit() } }
         inbox.withLockedValue { $0.backstop = backstop }
     }
 
@@ -164,14 +169,14 @@ public final class StepStore: Sendable {
     }
 
     private func post(_ write: StoreWrite?, _ urgency: CommitPolicy.Urgency) {
-        let now = Date()
+        let now = clock.now
         let drainNow = inbox.withLockedValue { box -> Bool in
             if let write { box.writes.append(write) }
             switch policy.drain(urgency, waiting: box.writes.count, handoff: &box.handoff, now: now) {
             case .none: return false
             case .now: return true
             case .after(let seconds):
-                box.backstop?.set(after: seconds)
+                box.backstop?.schedule(after: seconds)
                 return false
             }
         }

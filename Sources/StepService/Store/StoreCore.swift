@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import GRDB
 import Logging
+import Timekeeping
 import NIOConcurrencyHelpers
 import StepProcessing
 import StepProtocol
@@ -14,6 +15,7 @@ final class StoreCore {
     typealias Counter = StepStore.Counter
 
     let configuration: StepStore.Configuration
+    let clock: any DaemonClock
     private let policy: CommitPolicy
     private let logger: Logger
     private let queue: DispatchQueue
@@ -30,7 +32,7 @@ final class StoreCore {
     private var pending = PendingWrites()
     private var current: Counter
     private(set) var failure: StoreError?
-    private var timer: DispatchSourceTimer?
+    private var timer: (any ClockTimer)?
     /// The timer's pace; nil before `startCommitting`.
     private var pace: CommitPolicy.Pace?
     private var lastPrune = Date.distantPast
@@ -42,10 +44,11 @@ final class StoreCore {
     var onSavedCounter: (@Sendable (Counter) -> Void)?
     var onReopened: (@Sendable () -> Void)?
 
-    init(configuration: StepStore.Configuration, logger: Logger, queue: DispatchQueue, writer: StoreWriter,
+    init(configuration: StepStore.Configuration, clock: any DaemonClock, logger: Logger, queue: DispatchQueue, writer: StoreWriter,
          inbox: NIOLockedValueBox<StepStore.Inbox>, published: NIOLockedValueBox<StoreStatus>,
          stopping: NIOLockedValueBox<Bool>) {
         self.configuration = configuration
+        self.clock = clock
         self.logger = logger
         self.queue = queue
         self.writer = writer
@@ -53,7 +56,7 @@ final class StoreCore {
         self.published = published
         self.stopping = stopping
         policy = configuration.commitPolicy
-        current = Counter(steps: 0, since: Date())
+        current = Counter(steps: 0, since: clock.now)
     }
 
     // MARK: Life cycle
@@ -77,17 +80,14 @@ final class StoreCore {
             // Counting starts from `fresh`; the saved count, once readable, is added to it.
             anchored = false
         }
-        prune(now: Date())
+        prune(now: clock.now)
         return current
     }
 
     func startCommitting(onTick: @escaping @Sendable () -> Void) {
         dispatchPrecondition(condition: .onQueue(queue))
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.setEventHandler(handler: onTick)
-        self.timer = timer
+        timer = clock.makeTimer(queue: queue, handler: onTick)
         schedule(.fast)
-        timer.resume()
     }
 
     func close() -> Counter? {
@@ -181,7 +181,7 @@ final class StoreCore {
     func tick() {
         dispatchPrecondition(condition: .onQueue(queue))
         drainInbox()
-        let now = Date()
+        let now = clock.now
         if database == nil, !closed, policy.shouldReopen(lastAttempt: lastOpenAttempt, now: now) { reopen() }
         if !pending.isEmpty { commit() }
         if policy.isPruneDue(lastPrune: lastPrune, now: now) { prune(now: now) }
@@ -220,9 +220,9 @@ final class StoreCore {
     private func checkFile() {
         guard let problem = writer.checkFile() else { return }
         // Held for a reopen interval, so that the state is seen and a directory being replaced can settle.
-        lastOpenAttempt = Date()
+        lastOpenAttempt = clock.now
         var reason = problem.reason
-        let aside = configuration.path + ".changed-" + Self.asideStamp(Date())
+        let aside = configuration.path + ".changed-" + Self.asideStamp(clock.now)
         if problem.isChangedInPlace { reason += "; it is kept as \(aside)" }
         // Published before the reads in flight are stopped, so that they say why.
         setFailure(.lost(path: configuration.path, reason: reason))
@@ -232,7 +232,7 @@ final class StoreCore {
             do { try writer.setAside(as: aside) } catch { logger.error("\(error)") }
         }
         if problem == .replaced {
-            let logAside = configuration.path + ".replaced-" + Self.asideStamp(Date())
+            let logAside = configuration.path + ".replaced-" + Self.asideStamp(clock.now)
             do {
                 if try writer.setAsideOwnLog(as: logAside) {
                     logger.notice("store \(configuration.path): another file was put in its place; the old file's write-ahead log is kept as \(logAside)-wal, so that it is not replayed over the new one")
@@ -256,13 +256,13 @@ final class StoreCore {
         guard let timer, pace != self.pace else { return }
         self.pace = pace
         let interval = policy.tickSeconds(pace)
-        timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(policy.leewayMilliseconds(pace)))
+        timer.schedule(after: interval, repeating: interval, leewaySeconds: Double(policy.leewayMilliseconds(pace)) / 1000)
     }
 
     // MARK: The database
 
     private func openDatabase(waitingForReads: TimeInterval = 0) -> Bool {
-        lastOpenAttempt = Date()
+        lastOpenAttempt = clock.now
         do {
             try writer.open(waitingForReads: waitingForReads)
         } catch {
@@ -299,9 +299,9 @@ final class StoreCore {
         guard database != nil else { return }
         let batch = anchored ? pending : pending.withoutCounter
         do {
-            try writer.write(batch)
+            try writer.write(batch, at: clock.now)
             pending = PendingWrites()
-            lastCommit = Date()
+            lastCommit = clock.now
             logger.debug("store: committed \(batch.summary)")
             if failure != nil { logger.notice("store \(configuration.path) is writable again") }
             failure = nil
@@ -310,7 +310,7 @@ final class StoreCore {
             // Reopened on the timer; the batch stays pending. Published before the reads are stopped.
             setFailure(error)
             writer.drop()
-            lastOpenAttempt = Date()
+            lastOpenAttempt = clock.now
             schedule(.fast)
         }
     }

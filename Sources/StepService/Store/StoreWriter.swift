@@ -101,9 +101,10 @@ final class StoreWriter {
 
     /// Writes `batch` in one transaction. On failure the caller gives the database up (`drop`: a connection
     /// that met a read-only file or a full disk may keep failing after the cause is gone) and reopens it later.
-    func write(_ batch: PendingWrites) throws(StoreError) {
+    /// `now` is the counter's `updated` time.
+    func write(_ batch: PendingWrites, at now: Date) throws(StoreError) {
         do {
-            try transaction { db in try Self.write(batch, into: db) }
+            try transaction { db in try Self.write(batch, at: now, into: db) }
         } catch {
             throw .cannotWrite(path: path, reason: StepStore.reason(error))
         }
@@ -223,7 +224,7 @@ final class StoreWriter {
                                  floors: ascended.map { FloorCounts(ascended: $0, descended: descended ?? 0) })
     }
 
-    private static func write(_ batch: PendingWrites, into db: Database) throws {
+    private static func write(_ batch: PendingWrites, at now: Date, into db: Database) throws {
         for (minute, delta) in batch.minutes {
             try db.execute(sql: """
                 INSERT INTO minute_bin (minute, steps, distance_m, floors) VALUES (?, ?, ?, ?)
@@ -240,7 +241,7 @@ final class StoreWriter {
                 ON CONFLICT(id) DO UPDATE SET steps = excluded.steps, since = excluded.since, updated = excluded.updated,
                     floors_ascended = excluded.floors_ascended, floors_descended = excluded.floors_descended,
                     distance_m = excluded.distance_m
-                """, arguments: [counter.steps, counter.since.timeIntervalSince1970, Date().timeIntervalSince1970,
+                """, arguments: [counter.steps, counter.since.timeIntervalSince1970, now.timeIntervalSince1970,
                                  counter.floors?.ascended, counter.floors?.descended, counter.distanceMeters])
         }
         for p in batch.trackPoints {

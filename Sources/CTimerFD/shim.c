@@ -1,0 +1,1 @@
+// Empty: the target exists for its header (include/ctimerfd.h).

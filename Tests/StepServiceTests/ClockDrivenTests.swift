@@ -1,0 +1,150 @@
+import Foundation
+import Locking
+import Logging
+import StepProcessing
+@testable import StepService
+import TestSupport
+import Timekeeping
+import XCTest
+
+/// What the daemon does with time, driven by a ManualClock: a local midnight, a walk that stalls, a commit within
+/// 2 s, a GPS fix that grows stale. Nothing here sleeps or waits on the wall clock; each test moves the clock by
+/// hand and looks at the state the timers left.
+final class ClockDrivenTests: XCTestCase {
+    /// Local midnight starts today's figures from zero and tells the PEDOMETER watchers, with no sample to do it.
+    func testMidnightStartsANewDayWithoutASample() {
+        let calendar = Engine.daemonCalendar
+        let tomorrow = calendar.date(byAdding: .day, value: 1, to: calendar.startOfDay(for: Date()))!
+        let clock = ManualClock(wall: tomorrow.addingTimeInterval(-5))
+        let engine = Engine(clock: clock)
+        let events = EventLog()
+        engine.register(events)
+        engine.drain()
+        let yesterday = engine.snapshot.today.start
+        XCTAssertLessThan(yesterday, tomorrow)
+
+        clock.advance(by: 4)
+        engine.drain()
+        XCTAssertEqual(engine.snapshot.today.start, yesterday, "not yet")
+        XCTAssertEqual(events.pedometerCount, 0)
+
+        clock.advance(by: 2)
+        engine.drain()
+        XCTAssertEqual(engine.snapshot.today.start, tomorrow)
+        XCTAssertEqual(events.pedometerCount, 1, "the watchers hear of the new day")
+        XCTAssertEqual(clock.scheduledCount, 1, "and the next midnight is set")
+        XCTAssertEqual(clock.nextDeadlineIn ?? 0, 86_400, accuracy: 3_600)
+    }
+
+    /// Steps that stop with the samples: 4 s later the walk ends and the cadence falls to zero.
+    func testAStalledWalkEndsFourSecondsAfterItsLastSteps() {
+        let clock = ManualClock()
+        let engine = Engine(clock: clock)
+        let events = EventLog()
+        engine.register(events)
+        engine.receive(stride(from: 0.0, to: 20, by: 0.01).map { t in
+            Sample(time: t, x: 0.3, y: 0.2, z: 9.81 + 3 * sin(2 * .pi * 1.8 * t))
+        })
+        engine.drain()
+        let walking = engine.snapshot
+        XCTAssertGreaterThan(walking.steps, 20)
+        XCTAssertEqual(walking.activity, .walking)
+
+        clock.advance(by: Engine.stallSeconds - 0.5)
+        engine.drain()
+        XCTAssertEqual(engine.snapshot.activity, .walking, "not yet")
+
+        clock.advance(by: 1)
+        engine.drain()
+        let stalled = engine.snapshot
+        XCTAssertEqual(stalled.cadenceStepsPerMinute, 0)
+        XCTAssertEqual(stalled.activity, .stationary)
+        XCTAssertEqual(stalled.steps, walking.steps, "the count stays")
+        XCTAssertTrue(events.stationary, "the watchers hear that the walk stopped")
+    }
+
+    /// A step recorded alone reaches the database when the commit interval (2 s) has passed, not before.
+    func testAStepIsCommittedWithinTheCommitInterval() throws {
+        let directory = NSTemporaryDirectory() + "stepd-clock-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let clock = ManualClock()
+        let store = StepStore(configuration: .init(directory: directory, stepHoldBackSeconds: 1), clock: clock,
+                              logger: Logger(label: "test"))
+        _ = store.open(fresh: .init(steps: 0, since: clock.now))
+        store.startCommitting()
+        clock.advance(by: 0.1)   // the fresh counter's own commit, if any
+        let before = store.status.lastCommit
+        let recorded = clock.now
+        store.record(.step(count: 1, time: recorded, distanceMeters: 0.7))
+
+        clock.advance(by: 1)
+        XCTAssertEqual(store.status.lastCommit, before, "batched: it waits for more writes")
+        clock.advance(by: store.configuration.commitIntervalSeconds - 1)
+        let committed = try XCTUnwrap(store.status.lastCommit)
+        XCTAssertNotEqual(committed, before)
+        XCTAssertLessThanOrEqual(committed.timeIntervalSince(recorded), store.configuration.commitIntervalSeconds)
+        let bins = try store.history(from: clock.now.addingTimeInterval(-120), to: clock.now.addingTimeInterval(60), size: .minute)
+        XCTAssertEqual(bins.map(\.steps).reduce(0, +), 1)
+        _ = store.close()
+    }
+
+    /// No fix for 10 s: STATUS says stale and the journal says it once, however long it lasts.
+    func testAFixGrowsStaleAfterTenSecondsAndIsLoggedOnce() {
+        let clock = ManualClock()
+        let lines = LogLines()
+        let engine = Engine(clock: clock, logger: Logger(label: "test") { _ in lines })
+        engine.gpsConnectionChanged(.connected)
+        // The first report after connecting may be gpsd's cached fix: the position counts once time moves on.
+        for step in 0..<2 {
+            if step > 0 { clock.advance(by: 1) }
+            engine.receive(fix: Fix(time: clock.now, mode: .threeD, latitudeDegrees: 52.2, longitudeDegrees: 0.1,
+                                    ephMeters: 5, satellitesUsed: 8, arrival: clock.now))
+            engine.drain()
+        }
+        XCTAssertEqual(engine.locationSnapshot.state(now: clock.now), .fix)
+
+        clock.advance(by: GPSState.staleAfterSeconds - 1)
+        engine.drain()
+        XCTAssertEqual(lines.matching("gps: stale"), 0)
+
+        clock.advance(by: 2)
+        engine.drain()
+        XCTAssertEqual(engine.locationSnapshot.state(now: clock.now), .stale)
+        XCTAssertEqual(lines.matching("gps: stale"), 1)
+
+        clock.advance(by: 600)
+        engine.drain()
+        XCTAssertEqual(lines.matching("gps: stale"), 1, "once, not again and again")
+    }
+}
+
+/// The events an engine raised, as an observer sees them.
+final class EventLog: EngineObserver {
+    private let events = Locked<[EngineEvent]>([])
+
+    func engine(_ engine: Engine, emitted event: EngineEvent) { events.withLock { $0.append(event) } }
+
+    var pedometerCount: Int {
+        events.withLock { $0.filter { if case .pedometer = $0 { true } else { false } }.count }
+    }
+
+    var stationary: Bool {
+        events.withLock { $0.contains { if case .activity(.stationary, _) = $0 { true } else { false } } }
+    }
+}
+
+/// A log handler that keeps the messages.
+final class LogLines: LogHandler, @unchecked Sendable {
+    private let lines = Locked<[String]>([])
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) { lines.withLock { $0.append("\(event.message)") } }
+
+    func matching(_ text: String) -> Int { lines.withLock { $0.filter { $0.contains(text) }.count } }
+}

@@ -15,6 +15,8 @@ public protocol DaemonClock: Sendable {
     var monotonicSeconds: Double { get }
     /// A timer whose handler runs on `queue`; idle until scheduled.
     func makeTimer(queue: DispatchQueue, handler: @escaping @Sendable () -> Void) -> any ClockTimer
+    /// A timer whose deadline is on the wall clock, so that it catches up after the board slept (a minute's end).
+    func makeWallTimer(queue: DispatchQueue, handler: @escaping @Sendable () -> Void) -> any ClockTimer
     /// A one-shot timer that any thread moves with one system call and no wake-up of anyone (a timerfd):
     /// for deadlines that move with every batch of samples (QuietDeadline.swift). Idle until scheduled.
     func makeQuietDeadline(queue: DispatchQueue, handler: @escaping @Sendable () -> Void) -> any ClockTimer

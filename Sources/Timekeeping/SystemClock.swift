@@ -14,6 +14,10 @@ public struct SystemClock: DaemonClock {
         DispatchClockTimer(queue: queue, handler: handler)
     }
 
+    public func makeWallTimer(queue: DispatchQueue, handler: @escaping @Sendable () -> Void) -> any ClockTimer {
+        DispatchClockTimer(queue: queue, wall: true, handler: handler)
+    }
+
     public func makeQuietDeadline(queue: DispatchQueue, handler: @escaping @Sendable () -> Void) -> any ClockTimer {
         QuietDeadline(queue: queue, handler: handler)
     }
@@ -29,8 +33,10 @@ public struct SystemClock: DaemonClock {
 // unchecked: `timer` is set once, and a dispatch source's calls are safe from any thread.
 final class DispatchClockTimer: ClockTimer, @unchecked Sendable {
     private let timer: DispatchSourceTimer
+    private let wall: Bool
 
-    init(queue: DispatchQueue, handler: @escaping @Sendable () -> Void) {
+    init(queue: DispatchQueue, wall: Bool = false, handler: @escaping @Sendable () -> Void) {
+        self.wall = wall
         timer = DispatchSource.makeTimerSource(queue: queue)
         timer.setEventHandler(handler: handler)
         timer.schedule(deadline: .distantFuture)
@@ -41,6 +47,15 @@ final class DispatchClockTimer: ClockTimer, @unchecked Sendable {
 
     func schedule(after seconds: Double, repeating: Double?, leewaySeconds: Double) {
         let leeway = DispatchTimeInterval.nanoseconds(Int(max(0, leewaySeconds) * 1e9))
+        if wall {
+            let deadline = DispatchWallTime.now() + max(0, seconds)
+            if let repeating {
+                timer.schedule(wallDeadline: deadline, repeating: repeating, leeway: leeway)
+            } else {
+                timer.schedule(wallDeadline: deadline, leeway: leeway)
+            }
+            return
+        }
         let deadline = DispatchTime.now() + max(0, seconds)
         if let repeating {
             timer.schedule(deadline: deadline, repeating: repeating, leeway: leeway)

@@ -116,6 +116,51 @@ final class ClockDrivenTests: XCTestCase {
         engine.drain()
         XCTAssertEqual(lines.matching("gps: stale"), 1, "once, not again and again")
     }
+
+    /// A broker that refuses: the client tries again after 1, 2, 4, 8, 8 s (a doubling back-off up to its
+    /// longest), each attempt when the clock reaches it and not before. A real libmosquitto connects to a port
+    /// on 127.0.0.1 that nobody listens on.
+    func testTheBrokerIsTriedAgainAfterADoublingBackOff() throws {
+        let clock = ManualClock()
+        let waits = Locked<[Int]>([])
+        let attempted = DispatchSemaphore(value: 0)
+        let client = try MQTTClient(clientID: "stepd-test", clock: clock, callbacks: .init(
+            connected: { _ in }, disconnected: { _ in }, acknowledged: { _ in },
+            waiting: { _, seconds in
+                waits.withLock { $0.append(seconds) }
+                attempted.signal()
+            }))
+        client.start(host: "127.0.0.1", port: try Self.refusedPort(), keepaliveSeconds: 60,
+                     backoff: .init(firstSeconds: 1, longestSeconds: 8))
+        defer { client.stop() }
+        XCTAssertEqual(attempted.wait(timeout: .now() + 30), .success, "the first attempt is made at once")
+        for _ in 0..<4 {
+            let wait = Double(waits.withLock { $0.last! })
+            clock.advance(by: wait - 0.5)
+            // A bound on a wrong attempt, not a measurement: a slow machine can only hide one, never invent it.
+            XCTAssertEqual(attempted.wait(timeout: .now() + 0.2), .timedOut, "no attempt before the back-off ends")
+            clock.advance(by: 0.5)
+            XCTAssertEqual(attempted.wait(timeout: .now() + 30), .success)
+        }
+        XCTAssertEqual(waits.withLock { $0 }, [1, 2, 4, 8, 8])
+    }
+
+    /// A port on 127.0.0.1 that was free a moment ago: a connection to it is refused.
+    private static func refusedPort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+                bind(fd, raw, length) == 0 && getsockname(fd, raw, &length) == 0
+            }
+        }
+        guard bound else { throw POSIXError(.EADDRNOTAVAIL) }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
 }
 
 /// The events an engine raised, as an observer sees them.

@@ -30,6 +30,11 @@ public final class ManualClock: DaemonClock {
         ManualTimer(clock: self, queue: queue, handler: handler)
     }
 
+    /// Moves with the monotonic clock in `advance`, as both do; `setWall` does not move it.
+    public func makeWallTimer(queue: DispatchQueue, handler: @escaping @Sendable () -> Void) -> any ClockTimer {
+        ManualTimer(clock: self, queue: queue, handler: handler)
+    }
+
     public func makeQuietDeadline(queue: DispatchQueue, handler: @escaping @Sendable () -> Void) -> any ClockTimer {
         ManualTimer(clock: self, queue: queue, handler: handler)
     }

@@ -4,6 +4,7 @@ import Logging
 import NIOConcurrencyHelpers
 import StepProcessing
 import StepProtocol
+import Timekeeping
 
 /// What the `stepd.mqtt` queue owns: the link's state, the outbox window, the throttles, the seal timer.
 /// `FleetPublisher` keeps it in a `Locked` value taken only on that queue (each entry point checks it), so the lock is
@@ -40,12 +41,12 @@ final class FleetCore {
     private var stepsThrottle = PublishThrottle(intervalSeconds: FleetPublisher.stepsIntervalSeconds)
     private var positionThrottle = PublishThrottle(intervalSeconds: FleetPublisher.positionIntervalSeconds)
     private var latestPosition: Fix?
-    private var sealTimer: DispatchSourceTimer?
+    private var sealTimer: (any ClockTimer)?
     private var outboxReady = false
     /// Whether the discovery last published declared a floors sensor; nil before it was published on this connection.
     private var declaredBarometer: Bool?
     /// A STEPS waits for this (`waitingForBarometer`) while it is not yet known whether floors belong in it.
-    private let createdAt = FleetPublisher.monotonicSeconds
+    private let createdAt: Double
     private var waitingForBarometer = false
     /// The messages of a clean stop (`publishFinal`) not yet acknowledged, and what is told when none is left.
     private var finalPending: Set<Int32> = []
@@ -56,6 +57,7 @@ final class FleetCore {
         self.configuration = configuration
         self.topics = topics
         self.engine = engine
+        createdAt = engine.clock.monotonicSeconds
         finishedMinutes = FinishedMinutes(holdBackSeconds: store.configuration.stepHoldBackSeconds)
         self.store = store
         self.logger = logger
@@ -117,7 +119,7 @@ final class FleetCore {
 
     private func barometerKnown(_ snapshot: EngineSnapshot) -> Bool {
         snapshot.barometer.kind != "none" || snapshot.barometer.state != .starting
-            || FleetPublisher.monotonicSeconds - createdAt > Self.barometerWaitSeconds
+            || engine.clock.monotonicSeconds - createdAt > Self.barometerWaitSeconds
     }
 
     /// Home Assistant's discovery, declaring only what exists; again when a barometer is found after the
@@ -147,7 +149,7 @@ final class FleetCore {
             return
         }
         publishDiscovery(snapshot)
-        let now = FleetPublisher.monotonicSeconds
+        let now = engine.clock.monotonicSeconds
         if forced {
             stepsThrottle.forced(now: now)
         } else {
@@ -156,7 +158,7 @@ final class FleetCore {
             case .pending: return
             case .at(let due):
                 hop(after: max(0, due - now)) { core in
-                    guard core.stepsThrottle.trailingFired(due: due, now: FleetPublisher.monotonicSeconds) else { return }
+                    guard core.stepsThrottle.trailingFired(due: due, now: core.engine.clock.monotonicSeconds) else { return }
                     core.publishRetained(core.topics.steps, FleetPayloads.json(Replies.steps(core.engine.snapshot, id: nil)))
                 }
                 return
@@ -168,17 +170,17 @@ final class FleetCore {
     func positionChanged(_ fix: Fix) {
         dispatchPrecondition(condition: .onQueue(queue))
         latestPosition = fix
-        let now = FleetPublisher.monotonicSeconds
+        let now = engine.clock.monotonicSeconds
         switch positionThrottle.offer(now: now) {
         case .now:
-            publishRetained(topics.position, FleetPayloads.json(LocationWire.position(fix, now: Date())))
+            publishRetained(topics.position, FleetPayloads.json(LocationWire.position(fix, now: engine.clock.now)))
         case .pending:
             break
         case .at(let due):
             hop(after: max(0, due - now)) { core in
-                guard core.positionThrottle.trailingFired(due: due, now: FleetPublisher.monotonicSeconds) else { return }
+                guard core.positionThrottle.trailingFired(due: due, now: core.engine.clock.monotonicSeconds) else { return }
                 if let latestPosition = core.latestPosition {
-                    core.publishRetained(core.topics.position, FleetPayloads.json(LocationWire.position(latestPosition, now: Date())))
+                    core.publishRetained(core.topics.position, FleetPayloads.json(LocationWire.position(latestPosition, now: core.engine.clock.now)))
                 }
             }
         }
@@ -198,7 +200,7 @@ final class FleetCore {
     func startOutbox() {
         dispatchPrecondition(condition: .onQueue(queue))
         let owner = owner
-        store.startOutbox(markingSentThrough: finishedMinutes.newest(at: Date())) { result in
+        store.startOutbox(markingSentThrough: finishedMinutes.newest(at: engine.clock.now)) { result in
             owner?.hop { core in core.outboxStarted(result) }
         }
     }
@@ -212,7 +214,7 @@ final class FleetCore {
             seal()
         case .failure(let error):
             logger.debug("mqtt: outbox not ready: \(error); trying again in \(FleetPublisher.storeRetrySeconds) s")
-            scheduleSeal(at: Date().addingTimeInterval(FleetPublisher.storeRetrySeconds), retryStart: true)
+            scheduleSeal(at: engine.clock.now.addingTimeInterval(FleetPublisher.storeRetrySeconds), retryStart: true)
         }
     }
 
@@ -221,7 +223,7 @@ final class FleetCore {
     private func seal() {
         dispatchPrecondition(condition: .onQueue(queue))
         guard !stopping else { return }
-        let newest = finishedMinutes.newest(at: Date())
+        let newest = finishedMinutes.newest(at: engine.clock.now)
         let owner = owner
         store.sealOutbox(through: newest, encoder: .payloads(device: configuration.deviceID), completion: { result in
             owner?.hop { core in core.sealed(result, newest: newest) }
@@ -239,21 +241,19 @@ final class FleetCore {
             scheduleSeal(at: finishedMinutes.nextDeadline(after: newest), retryStart: false)
         case .failure(let error):
             logger.debug("mqtt: minutes not sealed: \(error); trying again in \(FleetPublisher.storeRetrySeconds) s")
-            scheduleSeal(at: Date().addingTimeInterval(FleetPublisher.storeRetrySeconds), retryStart: false)
+            scheduleSeal(at: engine.clock.now.addingTimeInterval(FleetPublisher.storeRetrySeconds), retryStart: false)
         }
     }
 
     private func scheduleSeal(at date: Date, retryStart: Bool) {
         guard !stopping else { return }
         sealTimer?.cancel()
-        let timer = DispatchSource.makeTimerSource(queue: queue)
         let owner = owner
-        timer.setEventHandler { [weak owner] in
+        // A wall-clock deadline: minutes are wall-clock minutes, and a board that slept must catch up.
+        let timer = engine.clock.makeWallTimer(queue: queue) { [weak owner] in
             owner?.onQueue { core in if retryStart { core.startOutbox() } else { core.seal() } }
         }
-        // A wall-clock deadline: minutes are wall-clock minutes, and a board that slept must catch up.
-        timer.schedule(wallDeadline: .now() + max(0, date.timeIntervalSinceNow), leeway: .milliseconds(500))
-        timer.resume()
+        timer.schedule(after: date.timeIntervalSince(engine.clock.now), repeating: nil, leewaySeconds: 0.5)
         sealTimer = timer
     }
 
@@ -306,7 +306,7 @@ final class FleetCore {
             finalAcknowledged()
         }
         guard let id = window.acknowledged(messageID: messageID) else { return }
-        lastAck = Date()
+        lastAck = engine.clock.now
         acknowledged.append(id)
         removeAcknowledged()
         pump()
@@ -356,7 +356,7 @@ final class FleetCore {
         declaredBarometer = nil
         publishSteps(engine.snapshot, forced: true)
         if let latestPosition {
-            publishRetained(topics.position, FleetPayloads.json(LocationWire.position(latestPosition, now: Date())))
+            publishRetained(topics.position, FleetPayloads.json(LocationWire.position(latestPosition, now: engine.clock.now)))
         }
         window.restart()
         pump()

@@ -5,6 +5,7 @@ import Logging
 import NIOConcurrencyHelpers
 import StepProcessing
 import StepProtocol
+import Timekeeping
 
 /// Publishes this device to an MQTT broker (docs/fleet.md): retained `status`, `steps` and `position`, and
 /// the durable record (finished minute bins, visits) through the outbox in the history database.
@@ -34,6 +35,8 @@ public final class FleetPublisher: Sendable {
     static let finalAcknowledgementSeconds = 1.5
 
     public let configuration: FleetConfiguration
+    /// The engine's: throttles, the seal timer, the broker's back-off.
+    let clock: any DaemonClock
     let topics: FleetTopics
     private let engine: Engine
     private let store: StepStore
@@ -45,6 +48,7 @@ public final class FleetPublisher: Sendable {
     public init(configuration: FleetConfiguration, store: StepStore, engine: Engine,
                 logger: Logger = Logger(label: "stepd.mqtt")) {
         self.configuration = configuration
+        clock = engine.clock
         let topics = FleetTopics(prefix: configuration.topicPrefix)
         self.topics = topics
         self.engine = engine
@@ -63,8 +67,6 @@ public final class FleetPublisher: Sendable {
     /// STATUS's `mqtt` object; cheap, safe from any thread.
     public var status: MQTTStatusMessage { published.withLockedValue { $0 } }
 
-    static var monotonicSeconds: Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
-
     /// Runs `body` with what the queue owns; on the queue.
     func onQueue<R: Sendable>(_ body: (FleetCore) -> R) -> R {
         dispatchPrecondition(condition: .onQueue(queue))
@@ -74,7 +76,7 @@ public final class FleetPublisher: Sendable {
     /// Runs `body` on the queue with what it owns: at once (from another queue or thread), or `seconds` later.
     func hop(after seconds: Double? = nil, _ body: @escaping @Sendable (FleetCore) -> Void) {
         guard let seconds else { return queue.async { [self] in onQueue(body) } }
-        queue.asyncAfter(deadline: .now() + seconds) { [self] in onQueue(body) }
+        clock.run(after: seconds, on: queue) { [self] in onQueue(body) }
     }
 
     // MARK: Life cycle
@@ -82,7 +84,7 @@ public final class FleetPublisher: Sendable {
     /// Sets the client up and starts its network thread; a broker that is down is not an error (the thread
     /// keeps trying), settings libmosquitto refuses (a TLS file it cannot load) are.
     public func start() throws {
-        let client = try MQTTClient(clientID: "stepd-\(configuration.deviceID)", callbacks: .init(
+        let client = try MQTTClient(clientID: "stepd-\(configuration.deviceID)", clock: clock, callbacks: .init(
             connected: { [weak self] code in self?.hop { $0.connected(code) } },
             disconnected: { [weak self] reason in self?.hop { $0.disconnected(reason) } },
             acknowledged: { [weak self] id in self?.hop { $0.acknowledged(messageID: id) } },
@@ -121,7 +123,7 @@ public final class FleetPublisher: Sendable {
                 if case .success(let minutes) = result { partial.withLockedValue { $0 = minutes } }
                 read.signal()
             }
-            if read.wait(timeout: .now() + Self.finalStoreSeconds) == .timedOut {
+            if read.wait(timeout: SystemClock.dispatchDeadline(after: Self.finalStoreSeconds)) == .timedOut {
                 logger.notice("mqtt: the store did not give the minutes in progress within \(Self.finalStoreSeconds) s: they go out finished after the next start")
             }
         }
@@ -131,7 +133,7 @@ public final class FleetPublisher: Sendable {
         let client = queue.sync {
             onQueue { $0.publishFinal(snapshot, partialMinutes: minutes, acknowledged: { delivered.signal() }) }
         }
-        if delivered.wait(timeout: .now() + Self.finalAcknowledgementSeconds) == .timedOut {
+        if delivered.wait(timeout: SystemClock.dispatchDeadline(after: Self.finalAcknowledgementSeconds)) == .timedOut {
             logger.notice("mqtt: the broker did not acknowledge the last messages within \(Self.finalAcknowledgementSeconds) s")
         }
         client?.stop()

@@ -1,5 +1,6 @@
 import CMosquitto
 import Foundation
+import Timekeeping
 import Locking
 
 /// libmosquitto through the CMosquitto shim: one connection, run by a network thread of its own that connects,
@@ -52,13 +53,16 @@ final class MQTTClient: @unchecked Sendable {
 
     private var client: OpaquePointer?
     private let callbacks: Callbacks
+    /// The back-off's timer and the stop's deadline.
+    private let clock: any DaemonClock
     /// libmosquitto is loaded (not linked) by the first client: a daemon without MQTT never maps it nor its TLS
     /// libraries (docs/iio.md, "Memory").
     private static let libraryStatus: Int32 = cmosq_library_init()
 
-    init(clientID: String, callbacks: Callbacks) throws {
+    init(clientID: String, clock: any DaemonClock = SystemClock(), callbacks: Callbacks) throws {
         if Self.libraryStatus != cmosq_success() { throw Failure.library(Self.words(Self.libraryStatus)) }
         self.callbacks = callbacks
+        self.clock = clock
         let context = Unmanaged.passUnretained(self).toOpaque()
         client = cmosq_new(clientID, context, { context, code in
             let client = MQTTClient.from(context)
@@ -125,7 +129,7 @@ final class MQTTClient: @unchecked Sendable {
         }
         _ = cmosq_disconnect(client)
         guard running else { return }
-        if finished.wait(timeout: .now() + Self.stopSeconds) == .success { running = false }
+        if finished.wait(timeout: SystemClock.dispatchDeadline(after: Self.stopSeconds)) == .success { running = false }
     }
 
     static let stopSeconds = 2.0
@@ -139,6 +143,8 @@ final class MQTTClient: @unchecked Sendable {
 
     private let wake = NSCondition()
     private var stopRequested = false
+    /// The back-off's timer has fired: the next attempt is due. Behind `wake`.
+    private var retryDue = false
     private let finished = DispatchSemaphore(value: 0)
     private var running = false
     /// Whether the current connection got its CONNACK; the network thread's.
@@ -149,7 +155,7 @@ final class MQTTClient: @unchecked Sendable {
     /// The network thread: attempt, run the connection until it ends, wait, again.
     private func run(host: String, port: Int32, keepaliveSeconds: Int32, backoff: Backoff) {
         var failures = 0
-        var stopDeadline: Date?
+        var stopDeadline: Double?
         while !stopping {
             var errorNumber: Int32 = 0
             sessionUp = false
@@ -163,19 +169,29 @@ final class MQTTClient: @unchecked Sendable {
                     // read gets `stopSeconds`.
                     if stopping {
                         if !sessionUp { return }
-                        if stopDeadline == nil { stopDeadline = Date().addingTimeInterval(Self.stopSeconds) }
-                        if let stopDeadline, Date() > stopDeadline { return }
+                        if stopDeadline == nil { stopDeadline = clock.monotonicSeconds + Self.stopSeconds }
+                        if let stopDeadline, clock.monotonicSeconds > stopDeadline { return }
                     }
                 } while code == cmosq_success()
             }
             if stopping { return }
             failures += 1
             let wait = backoff.seconds(afterFailures: failures)
-            callbacks.waiting(Self.failureWords(code, errorNumber), wait)
-            let until = Date().addingTimeInterval(Double(wait))
-            wake.withLock {
-                while !stopRequested, wake.wait(until: until) {}
+            // The timer is set before the owner hears of the wait, so that whoever acts on the news (a test moving
+            // its clock) finds it set.
+            let wake = self.wake
+            let retry = clock.run(after: Double(wait), on: .global(qos: .utility)) { [weak self] in
+                wake.withLock {
+                    self?.retryDue = true
+                    wake.broadcast()
+                }
             }
+            callbacks.waiting(Self.failureWords(code, errorNumber), wait)
+            wake.withLock {
+                while !stopRequested, !retryDue { wake.wait() }
+                retryDue = false
+            }
+            retry.cancel()
         }
     }
 

@@ -73,6 +73,7 @@ enum FixFactory {
                     mode: FixMode = .threeD) -> Fix {
         let c = Geodesy.coordinate(east: east, north: north, from: origin)
         return Fix(time: t0.addingTimeInterval(second), mode: mode, latitudeDegrees: c.latitudeDegrees,
-                   longitudeDegrees: c.longitudeDegrees, altitudeMSLMeters: 60, ephMeters: eph, satellitesUsed: 9)
+                   longitudeDegrees: c.longitudeDegrees, altitudeMSLMeters: 60, ephMeters: eph, satellitesUsed: 9,
+                   arrival: t0.addingTimeInterval(second))
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOConcurrencyHelpers
 import StepService
+import TestSupport
 import XCTest
 
 /// A log handler that keeps what it is given, in a box the test holds too.
@@ -18,18 +19,14 @@ private struct CapturedLines: LogHandler {
     }
 }
 
-/// A settable clock for the rate limiter.
-private final class FakeClock: Sendable {
-    let now = NIOLockedValueBox(100.0)
-}
 
 final class RateLimitedLogTests: XCTestCase {
-    private func makeLog(interval: TimeInterval = 10, maximumCauses: Int = 256) -> (RateLimitedLog, CapturedLines, FakeClock) {
+    private func makeLog(interval: TimeInterval = 10, maximumCauses: Int = 256) -> (RateLimitedLog, CapturedLines, ManualClock) {
         let captured = CapturedLines()
-        let clock = FakeClock()
+        let clock = ManualClock()
         let logger = Logger(label: "test") { _ in captured }
         let log = RateLimitedLog(logger: logger, interval: interval, maximumCauses: maximumCauses,
-                                 clock: { clock.now.withLockedValue { $0 } })
+                                 clock: clock)
         return (log, captured, clock)
     }
 
@@ -37,10 +34,10 @@ final class RateLimitedLogTests: XCTestCase {
         let (log, captured, clock) = makeLog()
         for _ in 0..<1000 { log.log(.notice, cause: "reset uid 65534", "refused reset from uid 65534") }
         XCTAssertEqual(captured.lines.withLockedValue { $0 }, ["notice refused reset from uid 65534"])
-        clock.now.withLockedValue { $0 += 9.9 }
+        clock.advance(by: 9.9)
         log.flush()
         XCTAssertEqual(captured.lines.withLockedValue { $0.count }, 1, "still within the interval")
-        clock.now.withLockedValue { $0 += 0.1 }
+        clock.advance(by: 0.1)
         log.flush()
         XCTAssertEqual(captured.lines.withLockedValue { $0 }.last,
                        "notice refused reset from uid 65534 (999 more times in the last 10 s)")
@@ -54,7 +51,7 @@ final class RateLimitedLogTests: XCTestCase {
         log.log(.warning, cause: "b", "cause b")
         log.log(.warning, cause: "a", "cause a")
         XCTAssertEqual(captured.lines.withLockedValue { $0 }, ["warning cause a", "warning cause b"])
-        clock.now.withLockedValue { $0 += 11 }
+        clock.advance(by: 11)
         log.log(.warning, cause: "a", "cause a")
         XCTAssertEqual(captured.lines.withLockedValue { $0 }.suffix(2),
                        ["warning cause a (once more in the last 10 s)", "warning cause a"])
@@ -64,7 +61,7 @@ final class RateLimitedLogTests: XCTestCase {
         let (log, captured, clock) = makeLog(maximumCauses: 4)
         for i in 0..<100 { log.log(.warning, cause: "uid \(i)", "refused uid \(i)") }
         XCTAssertEqual(captured.lines.withLockedValue { $0.count }, 4)
-        clock.now.withLockedValue { $0 += 10 }
+        clock.advance(by: 10)
         log.flush()
         XCTAssertEqual(captured.lines.withLockedValue { $0 }.last,
                        "warning more client-triggered events of other kinds (96 more times in the last 10 s)")

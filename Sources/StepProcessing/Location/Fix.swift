@@ -48,7 +48,7 @@ public struct Fix: Sendable, Equatable {
                 altitudeMSLMeters: Double? = nil, altitudeHAEMeters: Double? = nil,
                 ephMeters: Double? = nil, epvMeters: Double? = nil, speedMetersPerSecond: Double? = nil,
                 trackDegrees: Double? = nil, climbMetersPerSecond: Double? = nil, satellitesUsed: Int = 0,
-                arrival: Date = Date()) {
+                arrival: Date) {
         self.time = time
         self.mode = mode
         self.latitudeDegrees = latitudeDegrees

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Locking
 import Logging
+import Timekeeping
 
 /// The one owner of the daemon's start and stop. The parts (the store, the engine, the sources, the server,
 /// MQTT, systemd's watchdog) start in the order given, which is their dependency order, and stop in reverse.
@@ -151,7 +152,7 @@ public final class Lifecycle: Sendable {
             part.stop()
             done.signal()
         }
-        if done.wait(timeout: .now() + part.budgetSeconds) == .timedOut {
+        if done.wait(timeout: SystemClock.dispatchDeadline(after: part.budgetSeconds)) == .timedOut {
             logger.error("\(part.name) did not stop within \(part.budgetSeconds) s: cut off, the other parts stop")
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NIOConcurrencyHelpers
+import Timekeeping
 
 /// Logs anything a client (or another outsider) can trigger at most once per cause per interval, so that a
 /// flood of refused requests cannot fill the journal: the first occurrence is logged at once, the repeats in
@@ -16,27 +17,23 @@ public final class RateLimitedLog: Sendable {
 
     public let interval: TimeInterval
     private let logger: Logger
-    private let clock: @Sendable () -> Double
+    private let clock: any DaemonClock
     private let causes = NIOLockedValueBox<[String: Cause]>([:])
     /// At most this many causes are remembered; a flood of distinct causes (one per uid, say) is itself capped.
     private let maximumCauses: Int
 
-    /// Whether the counts are written by a timer when an interval ends (tests call `flush` instead).
-    private let flushesByItself: Bool
-
-    /// `clock` is a monotonic time in seconds; a test passes its own and calls `flush` itself.
+    /// The counts are written by a timer of `clock` when an interval ends (a test moves a manual one).
     public init(logger: Logger, interval: TimeInterval = 10, maximumCauses: Int = 256,
-                clock: (@Sendable () -> Double)? = nil) {
+                clock: any DaemonClock = SystemClock()) {
         self.logger = logger
         self.interval = interval
         self.maximumCauses = maximumCauses
-        self.clock = clock ?? RateLimitedLog.monotonicSeconds
-        flushesByItself = clock == nil
+        self.clock = clock
     }
 
     /// Logs `message` unless `cause` was logged less than `interval` ago; then it is only counted.
     public func log(_ level: Logger.Level, cause: String, _ message: @autoclosure () -> String) {
-        let now = clock()
+        let now = clock.monotonicSeconds
         var lines: [(Logger.Level, String)] = []
         var flushAfter: Double?
         causes.withLockedValue { causes in
@@ -66,15 +63,15 @@ public final class RateLimitedLog: Sendable {
             lines.append((level, text))
         }
         for (level, line) in lines { logger.log(level: level, "\(line)") }
-        if let delay = flushAfter, flushesByItself {
+        if let delay = flushAfter {
             // One timer per interval that has repeats to report; a quiet log sets none.
-            DispatchQueue.global().asyncAfter(deadline: .now() + max(0, delay) + 0.01) { [weak self] in self?.flush() }
+            clock.run(after: max(0, delay) + 0.01, on: .global()) { [weak self] in self?.flush() }
         }
     }
 
     /// Writes the counts of causes whose interval is over and forgets them.
     public func flush() {
-        let now = clock()
+        let now = clock.monotonicSeconds
         let lines = causes.withLockedValue { Self.expire(&$0, now: now, interval: interval) }
         for (level, line) in lines { logger.log(level: level, "\(line)") }
     }
@@ -91,11 +88,5 @@ public final class RateLimitedLog: Sendable {
     private static func summary(_ cause: Cause, interval: TimeInterval) -> String {
         let times = cause.suppressed == 1 ? "once more" : "\(cause.suppressed) more times"
         return "\(cause.message) (\(times) in the last \(Int(interval.rounded())) s)"
-    }
-
-    public static let monotonicSeconds: @Sendable () -> Double = {
-        var t = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &t)
-        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
     }
 }

@@ -72,7 +72,7 @@ extension ProtocolServer: EngineObserver {
 
     private func wire(_ event: LocationEvent) -> (WatchClass, Data) {
         switch event {
-        case .position(let fix): return (.position, Wire.line(LocationWire.position(fix, now: Date())))
+        case .position(let fix): return (.position, Wire.line(LocationWire.position(fix, now: engine.clock.now)))
         case .visit(let visit): return (.visit, Wire.line(LocationWire.visit(visit)))
         }
     }

@@ -60,7 +60,8 @@ public final class ProtocolServer: Sendable {
     let logger: Logger
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     let loop: EventLoop
-    let startedAt = Date()
+    /// On the engine's monotonic clock: STATUS's `uptime_s`.
+    let startedAt: Double
     let access: AccessPolicy
     let anyoneWatching = NIOLockedValueBox(false)
     /// What the thread that starts and stops the server sets.
@@ -144,6 +145,7 @@ public final class ProtocolServer: Sendable {
     public init(configuration: Configuration, engine: Engine, logger: Logger = Logger(label: "stepd.server")) {
         self.configuration = configuration
         self.engine = engine
+        startedAt = engine.clock.monotonicSeconds
         self.logger = logger
         clientLog = RateLimitedLog(logger: logger)
         loop = group.next()

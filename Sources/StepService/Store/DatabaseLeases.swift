@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import GRDB
 import Locking
+import Timekeeping
 
 /// The open database pool and the reads that hold it. GRDB's `DatabasePool` must not be closed while a read
 /// uses it: a read that meets a closed connection hands SQLite a freed handle (SIGSEGV in
@@ -72,7 +73,7 @@ final class DatabaseLeases: Sendable {
         }
         guard held else { return true }
         // No lease is taken once retired, so the count only falls while this waits.
-        guard holders.wait(timeout: .now() + max(0, timeout)) == .success else { return false }
+        guard holders.wait(timeout: SystemClock.dispatchDeadline(after: timeout)) == .success else { return false }
         return try state.withLock { state throws -> Bool in
             guard let pool = state.pool else { return true }
             state.pool = nil

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Logging
+import Timekeeping
 
 /// stepd's log lines on stderr. Under systemd the journal stamps each line itself and reads a `<N>`
 /// syslog priority prefix (sd-daemon(3)), so a line is `<5>stepd.store: message`; run by hand, a line
@@ -33,7 +34,7 @@ public struct DaemonLogHandler: LogHandler {
     public func log(event: LogEvent) {
         let merged = event.metadata.map { self.metadata.merging($0) { $1 } } ?? self.metadata
         write(Self.format(level: event.level, label: label, message: "\(event.message)", metadata: merged, style: style,
-                          date: Date()))
+                          date: SystemClock().now))
     }
 
     /// One line, newline included. Metadata follows the message as sorted key=value pairs.

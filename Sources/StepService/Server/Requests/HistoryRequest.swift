@@ -13,7 +13,7 @@ extension ProtocolServer {
         let timeZone = DaemonTimeZone.current.zone
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = timeZone
-        let now = Date()
+        let now = engine.clock.now
         let to = try Self.date(request, "to") ?? now
         let from = try Self.date(request, "from") ?? calendar.startOfDay(for: now)
         let size: HistoryBinSize

@@ -21,7 +21,7 @@ extension ProtocolServer {
                                       holdsOwnData: own, loop: loop)
             loop.execute { reply.value(.document(document)) }
         }
-        guard let range = try StoredRange(request) else {
+        guard let range = try StoredRange(request, now: engine.clock.now) else {
             return engine.trackPath { points, distanceMeters in send(points, distanceMeters, false) }  // shared
         }
         let store = try storeForRequest()
@@ -171,11 +171,11 @@ struct StoredRange {
     var to: Date
 
     /// nil when the request names neither: then the answer comes from memory.
-    init?(_ request: Request) throws {
+    init?(_ request: Request, now: Date) throws {
         let from = try Self.time(request, "from"), to = try Self.time(request, "to")
         guard from != nil || to != nil else { return nil }
         self.from = from ?? Date(timeIntervalSince1970: 0)
-        self.to = to ?? Date()
+        self.to = to ?? now
     }
 
     private static func time(_ request: Request, _ name: String) throws -> Date? {

@@ -8,7 +8,7 @@ extension ProtocolServer {
     func visits(_ request: Request, loop: EventLoop, reply: @escaping (Data) -> Void) throws {
         let reply = NIOLoopBound(reply, eventLoop: loop)  // called on the loop only
         let id = request.id
-        guard let range = try StoredRange(request) else {
+        guard let range = try StoredRange(request, now: engine.clock.now) else {
             return engine.listVisits { visits in
                 let message = VisitsMessage(visits: visits.map(LocationWire.visit), id: id)
                 loop.execute { reply.value(Wire.line(message)) }

@@ -73,7 +73,7 @@ let package = Package(
         .target(name: "Timekeeping", dependencies: ["Locking", "CTimerFD"], path: "Sources/Timekeeping"),
         // Where samples and fixes come from: replay files, IIO accelerometers, gpsd.
         .target(name: "StepAcquisition", dependencies: [
-            "StepProcessing", "Locking", "CIIO", "CGPS", "CZlib", .product(name: "Logging", package: "swift-log"),
+            "StepProcessing", "Locking", "Timekeeping", "CIIO", "CGPS", "CZlib", .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/StepAcquisition"),
         // The wire protocol's messages, shared by the daemon and its clients.
         .target(name: "StepProtocol", path: "Sources/StepProtocol"),
@@ -88,7 +88,7 @@ let package = Package(
         ], path: "Sources/StepService"),
 
         .executableTarget(name: "stepd", dependencies: [
-            "StepAcquisition", "StepService", "Locking", "StepctlCommands", "StepdWebCommands",
+            "StepAcquisition", "StepService", "Locking", "Timekeeping", "StepctlCommands", "StepdWebCommands",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/stepd", exclude: ["stepd.order"], linkerSettings: [
@@ -96,14 +96,14 @@ let package = Package(
         ]),
         // stepctl's commands, run by stepd when it is called as stepctl.
         .target(name: "StepctlCommands", dependencies: [
-            "StepProtocol", "Locking",
+            "StepProtocol", "Locking", "Timekeeping",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], path: "Sources/stepctl"),
         // The web dashboard: a client of the socket serving one page over HTTP (docs/web.md). Its page lives in
         // Public/ and is installed under share/stepd-web, not compiled in, so that it can be read and changed.
         // Run by stepd when it is called as stepd-web.
         .target(name: "StepdWebCommands", dependencies: [
-            "StepProtocol", "Locking",
+            "StepProtocol", "Locking", "Timekeeping",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -1,6 +1,7 @@
 import Foundation
 import Locking
 import Logging
+import Timekeeping
 
 /// A source's own thread and how it stops, the same for every source (IIO accelerometer and barometer, gpsd,
 /// replay): the thread polls `isStopped` or sleeps in `wait`, which a stop cuts short; a blocking read installs
@@ -60,7 +61,7 @@ public final class SourceThread: Sendable {
             $0.cancelHook?()
         }
         wakeUps.broadcast()
-        let deadline = Date(timeIntervalSinceNow: timeoutSeconds)
+        let deadline = SystemClock().now.addingTimeInterval(timeoutSeconds)
         while state.withLock({ $0.running }) {
             if !wakeUps.wait(until: deadline) { break }
         }
@@ -81,7 +82,7 @@ public final class SourceThread: Sendable {
 
     /// Sleeps up to `seconds`; true if stopped.
     public func wait(seconds: Double) -> Bool {
-        wait(until: Date(timeIntervalSinceNow: seconds))
+        wait(until: SystemClock().now.addingTimeInterval(seconds))
     }
 
     public func wait(until deadline: Date) -> Bool {

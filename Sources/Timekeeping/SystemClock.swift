@@ -27,6 +27,12 @@ public struct SystemClock: DaemonClock {
     public static func dispatchDeadline(after seconds: Double) -> DispatchTime {
         .now() + max(0, seconds)
     }
+
+    /// Blocks the calling thread for `seconds`: a client's pause between attempts to reach the daemon, not a
+    /// daemon's timer (those are `DaemonClock` timers, which a test can move).
+    public static func pause(seconds: Double) {
+        usleep(useconds_t(max(0, seconds) * 1e6))
+    }
 }
 
 /// A dispatch timer: libdispatch programs it on its timer thread (one wake-up there per `schedule`).

@@ -1,6 +1,7 @@
 import Foundation
 import Locking
 import StepProtocol
+import Timekeeping
 
 /// Why stepctl could not get an answer from the daemon.
 enum ClientError: Error, CustomStringConvertible {
@@ -226,7 +227,7 @@ struct DaemonFollower: Sendable {
                         where !once && (connectedBefore ? error.isConnectionLoss : error.isDaemonNotUp) {
                 if !waiting { connectedBefore ? lost(error) : notUp(error) }
                 waiting = true
-                usleep(500_000)
+                SystemClock.pause(seconds: 0.5)
             }
         }
     }

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Locking
 import StepProtocol
+import Timekeeping
 
 /// The seismometer: a live strip chart of vertical acceleration and a needle gauge, redrawn in place.
 struct Graph: ParsableCommand {
@@ -84,8 +85,8 @@ struct Graph: ParsableCommand {
                         guard case .motion(let motion)? = try? DaemonEvent(line: raw) else { continue }
                         plot.add(vertical: motion.vertical_accel, pitch: motion.pitch_deg, roll: motion.roll_deg,
                                  vibration: motion.vibration_rms)
-                        if Date().timeIntervalSince(lastDraw) >= 0.05 {
-                            lastDraw = Date()
+                        if SystemClock().now.timeIntervalSince(lastDraw) >= 0.05 {
+                            lastDraw = SystemClock().now
                             Terminal.draw(plot.render())
                         }
                     }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import StepProtocol
+import Timekeeping
 
 /// `stepctl history`: steps per minute, hour or day from the daemon's store, as a table.
 struct History: ParsableCommand {
@@ -33,12 +34,12 @@ struct History: ParsableCommand {
         if let bin, !["minute", "hour", "day"].contains(bin) {
             throw ValidationError("--bin must be minute, hour or day")
         }
-        if let since { _ = try Self.parseSince(since, now: Date()) }
+        if let since { _ = try Self.parseSince(since, now: SystemClock().now) }
         if let until { _ = try Self.parseUntil(until, option: "--until") }
     }
 
     func run() throws {
-        let now = Date()
+        let now = SystemClock().now
         let client = try exitOnError { try options.connect() }
         // "Today" and dates are the daemon's: its days are what its history bins by.
         let calendar = calendar(in: try exitOnError { try daemonTimeZone(client) })

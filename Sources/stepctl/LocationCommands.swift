@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import StepProtocol
+import Timekeeping
 
 struct Position: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "The last GPS fix: time, place, errors, mode, age.")
@@ -29,7 +30,7 @@ struct StoredRangeOptions: ParsableArguments {
 
     func validate() throws {
         if today, from != nil { throw ValidationError("give --today or --from, not both") }
-        if let from { _ = try History.parseSince(from, now: Date(), option: "--from") }
+        if let from { _ = try History.parseSince(from, now: SystemClock().now, option: "--from") }
         if let to { _ = try History.parseUntil(to, option: "--to") }
     }
 
@@ -37,7 +38,7 @@ struct StoredRangeOptions: ParsableArguments {
     func fields(_ client: Client) throws -> [String: JSONValue] {
         guard today || from != nil || to != nil else { return [:] }
         let calendar = calendar(in: try daemonTimeZone(client))
-        let now = Date()
+        let now = SystemClock().now
         var fields: [String: JSONValue] = [:]
         if today { fields["from"] = .string(Timestamp.string(calendar.startOfDay(for: now), in: calendar.timeZone)) }
         if let from {

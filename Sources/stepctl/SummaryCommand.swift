@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import StepProtocol
+import Timekeeping
 
 /// The seed's shareable line: "I walked N steps today".
 struct Summary: ParsableCommand {
@@ -32,8 +33,8 @@ struct Summary: ParsableCommand {
     /// "Today" is the daemon's day (its time zone, from STATUS), which its history bins by.
     private func today(_ client: Client) throws -> Result {
         let zone = try daemonTimeZone(client)
-        let midnight = calendar(in: zone).startOfDay(for: Date())
-        let now = Date()
+        let midnight = calendar(in: zone).startOfDay(for: SystemClock().now)
+        let now = SystemClock().now
         let historyRequest = Request(command: .history, fields: [
             "bin": .string("day"), "from": .string(Timestamp.string(midnight, in: zone)), "to": .string(Timestamp.string(now, in: zone)),
         ])
@@ -44,7 +45,7 @@ struct Summary: ParsableCommand {
                           text: Self.sentence(steps: steps, meters: distance, floors: history.floors, period: "today"))
         }
         let counted = try client.request(Request(command: .steps), expecting: StepsMessage.self).reply
-        let sinceDate = Timestamp.date(counted.since) ?? Date()
+        let sinceDate = Timestamp.date(counted.since) ?? SystemClock().now
         let period = sinceDate >= midnight ? "today" : "since \(Timestamp.day(sinceDate, in: zone))"
         return Result(steps: counted.steps, distance_m: counted.distance_m, floors: counted.floors_ascended, since: counted.since,
                       text: Self.sentence(steps: counted.steps, meters: counted.distance_m, floors: counted.floors_ascended, period: period))

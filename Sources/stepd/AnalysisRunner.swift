@@ -3,6 +3,7 @@ import Glibc
 import Locking
 import StepAcquisition
 import StepProtocol
+import Timekeeping
 
 /// Analyses recordings on `jobs` threads, each taking the next file (largest first, so that a long one does
 /// not start last), and reports them in the order given, each as soon as it and those before it are done. On
@@ -73,7 +74,7 @@ final class AnalysisRunner: Sendable {
                 report(outcome)
                 continue
             }
-            _ = fileDone.wait(timeout: .now() + (showProgress ? 0.5 : 3600))
+            _ = fileDone.wait(timeout: SystemClock.dispatchDeadline(after: showProgress ? 0.5 : 3600))
             let now = RecordingReader.monotonicSeconds()
             if showProgress && now - lastProgress >= 0.5 {
                 lastProgress = now

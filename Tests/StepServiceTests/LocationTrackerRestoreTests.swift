@@ -14,7 +14,7 @@ final class LocationTrackerRestoreTests: XCTestCase {
             let east = Double(i) * 1.4
             return Fix(time: start.addingTimeInterval(Double(i)), mode: .threeD, latitudeDegrees: 51.752,
                        longitudeDegrees: -1.2577 + east / (111_195 * cos(51.752 * .pi / 180)), ephMeters: 4,
-                       satellitesUsed: 8)
+                       satellitesUsed: 8, arrival: start.addingTimeInterval(Double(i)))
         }
     }
 

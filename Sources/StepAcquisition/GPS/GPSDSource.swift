@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Logging
 import StepProcessing
+import Timekeeping
 
 /// Reads fixes from gpsd through libgps on a thread of its own (libgps reads block). When gpsd cannot
 /// be reached or the link drops, it retries after 2 s, doubling up to 60 s while gpsd stays away, and
@@ -97,7 +98,7 @@ public final class GPSDSource: Sendable {
             }
             guard Self.isTPV(message) else { continue }
             cgps_last_fix(session, &fix)
-            var report = Fix(fix, arrival: Date())
+            var report = Fix(fix, arrival: SystemClock().now)
             // libgps keeps only the last SKY's count; the epoch's SKYs together give the fix's (SkyEpoch).
             if let count = epoch.closeEpoch() { report.satellitesUsed = count }
             sink.receive(fix: report)

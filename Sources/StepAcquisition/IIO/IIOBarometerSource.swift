@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import Logging
 import StepProcessing
+import Timekeeping
 
 /// An IIO pressure sensor, read a few times a second: a barometer has no need of a buffer, and most drivers
 /// (bmp280, ms5611, dps310) read the chip on each read of `in_pressure_input`. While an accelerometer refills its
@@ -106,7 +107,7 @@ public final class IIOBarometerSource: Sendable {
             if next < now { next = now + period }
             // Woken early when an accelerometer starts refilling: then it carries the reads.
             let generation = readAlong.generation
-            let deadline = Date(timeIntervalSinceNow: next - IIOTimeline.monotonicSeconds())
+            let deadline = SystemClock().now.addingTimeInterval(next - IIOTimeline.monotonicSeconds())
             if thread.wait(until: deadline, or: { !alone && readAlong.generation != generation }) { return }
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import StepProcessing
+import Timekeeping
 
 /// A kind of IIO sensor as the shared loop needs it: how to find one in a context. A new kind (a gyroscope) is
 /// one of these plus a reader; the loop does the rest (docs/architecture.md, "Sensor sources").
@@ -43,7 +44,7 @@ struct IIOSensorLoop<Rule: IIODiscoveryRule> {
             var missing = false
             do {
                 let (device, found) = try rule.find(uri: uri, selector: selector)
-                if appearedAt == nil { appearedAt = Date() }
+                if appearedAt == nil { appearedAt = SystemClock().now }
                 // Found again: a fault from here on is news, even the same one as last time (a second
                 // unplug after a quick replug would otherwise go unreported). The engine drops repeats.
                 lastState = nil
@@ -53,7 +54,7 @@ struct IIOSensorLoop<Rule: IIODiscoveryRule> {
                 missing = IIOSensorRetry.isMissing(error, uri: uri)
                 if missing || error.isDisconnection { appearedAt = nil }
                 let state = IIOSensorRetry.state(for: error, missing: missing,
-                                       sinceAppeared: appearedAt.map { Date().timeIntervalSince($0) })
+                                       sinceAppeared: appearedAt.map { SystemClock().now.timeIntervalSince($0) })
                 // Report a fault once; retries of the same fault stay quiet (the engine logs transitions).
                 if state != lastState { report(state) }
                 lastState = state

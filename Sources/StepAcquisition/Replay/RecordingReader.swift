@@ -2,6 +2,7 @@ import CZlib
 import Foundation
 import Glibc
 import StepProcessing
+import Timekeeping
 
 /// Reads a `t,x,y,z` recording (seconds, m/s^2), plain or gzip-compressed; zlib reads both transparently.
 /// Lines may be of any length up to `maximumLineBytes` and keep their numbers in errors. Accelerations that
@@ -108,11 +109,7 @@ public enum RecordingReader {
     }
 
     /// Seconds on the monotonic clock, for timing passes.
-    public static func monotonicSeconds() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
+    public static func monotonicSeconds() -> Double { SystemClock().monotonicSeconds }
 
     /// Opens `path` for zlib, after telling the reasons a person can fix (missing, a directory, permission)
     /// from each other; also says whether the name ends in .gz while the content is not gzip.

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import StepProcessing
+import Timekeeping
 
 /// Plays a recording into the pipeline at real time (or `speed` times faster), as if it came from a sensor.
 /// With `loop`, the recording starts again with its clock carried on, so the count keeps growing. A demo
@@ -58,7 +59,7 @@ public final class ReplaySource: SampleSource, Sendable {
     /// Sleeps until `deadline` (seconds since the reference date) or a stop; true if it was stopped. The
     /// deadline is capped to what ReplayClock can ask for, so no date is ever out of NSCondition's range.
     private func wait(until deadline: Double) -> Bool {
-        let cap = Date().timeIntervalSinceReferenceDate + ReplayClock.defaultMaximumGapSeconds / speed + 1
+        let cap = SystemClock().now.timeIntervalSinceReferenceDate + ReplayClock.defaultMaximumGapSeconds / speed + 1
         return thread.wait(until: Date(timeIntervalSinceReferenceDate: min(deadline, cap)))
     }
 
@@ -78,7 +79,7 @@ public final class ReplaySource: SampleSource, Sendable {
             while index < samples.count {
                 // A batch: the samples due within batchSeconds of the first, at least one.
                 batch.removeAll(keepingCapacity: true)
-                let now = Date().timeIntervalSinceReferenceDate
+                let now = SystemClock().now.timeIntervalSinceReferenceDate
                 var first: Double?
                 var due = now
                 while index < samples.count {

@@ -1,8 +1,13 @@
 // swift-tools-version:6.0
 // The targets read as the pipeline: C shims → acquisition → processing → service → clients. What depends on what:
 //   StepAcquisition → StepProcessing, CIIO, CGPS, CZlib      (sources: replay, IIO, gpsd)
-//   StepService     → StepProcessing, StepProtocol, CMosquitto, CLibCrypto (engine, server, store, fleet; no libiio, no libgps)
-//   stepd           → StepAcquisition, StepService            (wires the chosen source to the engine)
+//   StepEngine      → StepProcessing, StepProtocol, Timekeeping (the processing queue; time comes from a DaemonClock)
+//   StepStore       → StepProcessing, StepProtocol, GRDB        (the history database and the MQTT outbox's rows)
+//   StepFleet       → StepEngine, StepStore, CMosquitto          (MQTT)
+//   StepServer      → StepEngine, StepStore, StepFleet, swift-nio (the socket)
+//   StepService     → all four                                  (configuration, start and stop, systemd; no libiio, no libgps)
+//   StepResearch    → StepAcquisition, StepProcessing            (`stepd analyze`, `stepd bench`)
+//   stepd           → StepAcquisition, StepService, StepResearch (wires the chosen source to the engine)
 //   StepctlCommands, StepdWebCommands → StepProtocol          (clients of the socket: Sources/stepctl, Sources/stepd-web)
 // One program, stepd, holds the three (a multi-call executable, as busybox): `stepctl` and `stepd-web` are links
 // to it, and it runs the one its name says (Sources/stepd/MultiCall.swift). So Swift's runtime and Foundation,
@@ -75,20 +80,60 @@ let package = Package(
         .target(name: "StepAcquisition", dependencies: [
             "StepProcessing", "Locking", "Timekeeping", "CIIO", "CGPS", "CZlib", .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/StepAcquisition"),
-        // The wire protocol's messages, shared by the daemon and its clients.
-        .target(name: "StepProtocol", path: "Sources/StepProtocol"),
-        // The daemon's engine: the processing queue, the socket server, the store, the MQTT publisher (Fleet/).
-        .target(name: "StepService", dependencies: [
-            "StepProcessing", "StepProtocol", "Locking", "Timekeeping", "CMosquitto", "CLibCrypto",
+        // The wire protocol's messages, shared by the daemon and its clients, and how the daemon's values are
+        // written as them (Wire/).
+        .target(name: "StepProtocol", dependencies: ["StepProcessing"], path: "Sources/StepProtocol"),
+        // Logs that an outsider can trigger, at most once per cause per interval (the server, stepd-web).
+        .target(name: "StepLogging", dependencies: [
+            "Timekeeping", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
+        ], path: "Sources/StepLogging"),
+        // The daemon's engine: the processing queue that counts steps, floors and position, and its events.
+        .target(name: "StepEngine", dependencies: [
+            "StepProcessing", "StepProtocol", "Locking", "Timekeeping",
+            .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ], path: "Sources/StepEngine"),
+        // The history store: SQLite through GRDB, written from a queue of its own; the MQTT outbox's rows.
+        .target(name: "StepStore", dependencies: [
+            "StepProcessing", "StepProtocol", "Locking", "Timekeeping",
+            .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ], path: "Sources/StepStore"),
+        // Publishing to an MQTT broker (libmosquitto, loaded when configured): the fleet and Home Assistant.
+        .target(name: "StepFleet", dependencies: [
+            "StepEngine", "StepStore", "StepProcessing", "StepProtocol", "Locking", "Timekeeping", "CMosquitto", "CLibCrypto",
+            .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ], path: "Sources/StepFleet"),
+        // The socket server: the JSON protocol over a Unix socket (swift-nio).
+        .target(name: "StepServer", dependencies: [
+            "StepEngine", "StepStore", "StepFleet", "StepLogging", "StepProcessing", "StepProtocol", "Locking", "Timekeeping",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
-            .product(name: "GRDB", package: "GRDB.swift"),
+        ], path: "Sources/StepServer"),
+        // The daemon as a system service: its configuration, start and stop, systemd's protocols, and the engine
+        // joined to the store.
+        .target(name: "StepService", dependencies: [
+            "StepEngine", "StepStore", "StepFleet", "StepServer", "StepLogging",
+            "StepProcessing", "StepProtocol", "Locking", "Timekeeping",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/StepService"),
+        // Research: `stepd analyze` (recordings to steps, bouts and figures) and `stepd bench` (the accuracy tables).
+        .target(name: "StepResearch", dependencies: [
+            "StepAcquisition", "StepProcessing", "StepProtocol", "Locking", "Timekeeping",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ], path: "Sources/StepResearch"),
 
         .executableTarget(name: "stepd", dependencies: [
-            "StepAcquisition", "StepService", "Locking", "Timekeeping", "StepctlCommands", "StepdWebCommands",
+            "StepAcquisition", "StepEngine", "StepStore", "StepFleet", "StepServer", "StepService", "StepResearch",
+            "StepLogging", "Locking", "Timekeeping", "StepctlCommands", "StepdWebCommands",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/stepd", exclude: ["stepd.order"], linkerSettings: [
@@ -119,7 +164,7 @@ let package = Package(
         // What the test targets share (a seeded generator); not part of the product.
         .target(name: "TestSupport", dependencies: ["Timekeeping", "Locking"], path: "Tests/TestSupport"),
         .testTarget(name: "StepProcessingTests", dependencies: ["StepProcessing", "TestSupport"], path: "Tests/StepProcessingTests"),
-        .testTarget(name: "StepServiceTests", dependencies: ["StepProtocol", "StepService", "Locking", "Timekeeping", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio")], path: "Tests/StepServiceTests"),
+        .testTarget(name: "StepServiceTests", dependencies: ["StepProtocol", "StepEngine", "StepStore", "StepFleet", "StepServer", "StepService", "StepLogging", "Locking", "Timekeeping", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio")], path: "Tests/StepServiceTests"),
         .testTarget(name: "StepdIntegrationTests", dependencies: ["StepProtocol", "StepAcquisition", "Locking", "TestSupport"],
                     path: "Tests/StepdIntegrationTests"),
     ]

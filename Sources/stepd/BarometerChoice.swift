@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import StepAcquisition
+import StepEngine
 import StepProcessing
 import StepService
 

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import Logging
+import StepFleet
+import StepProtocol
 import StepService
 
 /// The daemon's MQTT options (docs/fleet.md): off unless `--mqtt-url` is given.

@@ -4,8 +4,11 @@ import Foundation
 import Locking
 import Logging
 import StepAcquisition
+import StepEngine
+import StepFleet
 import StepProcessing
 import StepProtocol
+import StepServer
 import StepService
 
 /// The daemon itself: picks a source, starts the engine and the socket server, runs until SIGTERM/SIGINT.

@@ -1,8 +1,11 @@
 import Foundation
 import Locking
 import Logging
+import StepEngine
 import StepProtocol
+import StepServer
 import StepService
+import StepStore
 
 /// The daemon's life as a system service: the history store the count continues from, the socket systemd
 /// may pass, and the notify protocol (READY, STATUS, WATCHDOG, STOPPING).

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Locking
 import Logging
+import StepLogging
 import StepService
 
 /// The one place that catches SIGTERM and SIGINT (and SIGXCPU, SIGPWR): the daemon's Lifecycle stops its parts in

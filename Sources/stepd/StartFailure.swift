@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import StepAcquisition
 import StepProtocol
+import StepServer
 import StepService
 
 /// Why the daemon cannot start, as one sentence a person can act on and the exit status (sysexits.h,

@@ -1,5 +1,6 @@
 import ArgumentParser
 import StepProtocol
+import StepResearch
 
 struct Stepd: ParsableCommand {
     static let configuration = CommandConfiguration(

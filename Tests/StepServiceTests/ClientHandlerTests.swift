@@ -1,8 +1,13 @@
 import Foundation
 import NIOCore
 import NIOEmbedded
+@testable import StepEngine
+@testable import StepFleet
+@testable import StepLogging
 import StepProtocol
+@testable import StepServer
 @testable import StepService
+@testable import StepStore
 import XCTest
 
 /// ClientHandler on an EmbeddedChannel with the line decoder in front of it, as ProtocolServer builds its

@@ -1,8 +1,13 @@
 import Foundation
 import Locking
 import Logging
+@testable import StepEngine
+@testable import StepFleet
+@testable import StepLogging
 import StepProcessing
+@testable import StepServer
 @testable import StepService
+@testable import StepStore
 import TestSupport
 import Timekeeping
 import XCTest

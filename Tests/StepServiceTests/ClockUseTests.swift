@@ -17,7 +17,7 @@ final class ClockUseTests: XCTestCase {
     static let escapes: [(file: String, call: String, reason: String)] = [
         ("Sources/StepAcquisition/IIO/IIOBufferedSource.swift", "clock_gettime(",
          "reads the clock the kernel stamps the device's scans with (its current_timestamp_clock), to place them in time"),
-        ("Sources/stepd/BenchCommand.swift", "clock_gettime(",
+        ("Sources/StepResearch/BenchCommand.swift", "clock_gettime(",
          "CLOCK_THREAD_CPUTIME_ID: the CPU time `stepd bench` reports, not a time the daemon acts on"),
         ("Sources/stepd-web/WebAPI.swift", "Date()", "stepd-web: the start of today for the page's first history request"),
         ("Sources/stepd-web/Limits.swift", "asyncAfter(", "stepd-web: the grace before a connection or the server is closed"),

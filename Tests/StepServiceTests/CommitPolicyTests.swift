@@ -1,5 +1,10 @@
 import Foundation
+@testable import StepEngine
+@testable import StepFleet
+@testable import StepLogging
+@testable import StepServer
 @testable import StepService
+@testable import StepStore
 import XCTest
 
 /// When the store commits, decided by `CommitPolicy` from an injected clock: no store, no queue, no sleep.

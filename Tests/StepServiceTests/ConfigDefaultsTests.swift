@@ -1,6 +1,11 @@
 import Foundation
+@testable import StepEngine
+@testable import StepFleet
+@testable import StepLogging
 import StepProcessing
+@testable import StepServer
 @testable import StepService
+@testable import StepStore
 import XCTest
 
 /// The structs the daemon configures carry defaults of their own beside ConfigOption.all's, which the flags,

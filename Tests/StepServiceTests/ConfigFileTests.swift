@@ -1,7 +1,12 @@
 import Foundation
-import StepProtocol
+import StepEngine
+import StepFleet
+import StepLogging
 import StepProcessing
+import StepProtocol
+import StepServer
 import StepService
+import StepStore
 import XCTest
 
 final class ConfigFileTests: XCTestCase {

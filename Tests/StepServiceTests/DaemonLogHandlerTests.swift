@@ -1,7 +1,12 @@
 import Foundation
 import Logging
 import NIOConcurrencyHelpers
+import StepEngine
+import StepFleet
+import StepLogging
+import StepServer
 import StepService
+import StepStore
 import XCTest
 
 /// The daemon's log lines: `<N>` syslog priorities without a timestamp for the journal, a local

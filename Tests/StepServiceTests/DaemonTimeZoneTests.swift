@@ -1,5 +1,10 @@
 import Foundation
+import StepEngine
+import StepFleet
+import StepLogging
+import StepServer
 import StepService
+import StepStore
 import XCTest
 
 /// $TZ as the C library reads it. Before, `TimeZone.current` took `GMT+4:25` with the wrong sign and made

@@ -1,6 +1,11 @@
 import Foundation
+import StepEngine
+import StepFleet
+import StepLogging
 import StepProcessing
+import StepServer
 import StepService
+import StepStore
 import TestSupport
 import XCTest
 

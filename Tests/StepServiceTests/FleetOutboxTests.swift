@@ -1,8 +1,13 @@
 import Foundation
 import GRDB
-@testable import StepService
-import StepProtocol
 import Locking
+@testable import StepEngine
+@testable import StepFleet
+@testable import StepLogging
+import StepProtocol
+@testable import StepServer
+@testable import StepService
+@testable import StepStore
 import XCTest
 
 /// The MQTT outbox in a real store (Fleet/StepStore+Outbox.swift): what goes in, once and in order, from the

@@ -1,6 +1,11 @@
 import Foundation
-@testable import StepService
+@testable import StepEngine
+@testable import StepFleet
+@testable import StepLogging
 import StepProtocol
+@testable import StepServer
+@testable import StepService
+@testable import StepStore
 import XCTest
 
 /// The MQTT publisher's pure parts, without a broker: broker URLs, topics, payloads and keys, the outbox

@@ -1,7 +1,12 @@
 import Foundation
 import NIOCore
+@testable import StepEngine
+@testable import StepFleet
+@testable import StepLogging
 import StepProtocol
+@testable import StepServer
 @testable import StepService
+@testable import StepStore
 
 /// A small daemon kept in memory, for ClientHandler's tests: a step count that `walk` raises, `steps` and
 /// `watch` answered at once, and `reset` and `history` answered later from the event loop's queue, as the real

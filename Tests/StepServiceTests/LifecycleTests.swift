@@ -2,7 +2,12 @@ import Dispatch
 import Foundation
 import Locking
 import Logging
+import StepEngine
+import StepFleet
+import StepLogging
+import StepServer
 import StepService
+import StepStore
 import XCTest
 
 /// The daemon's start and stop contract (Lifecycle), with parts that record what happens to them.

@@ -1,8 +1,14 @@
 import Foundation
-import Logging
-import StepProcessing
-@testable import StepService
 import Locking
+import Logging
+@testable import StepEngine
+@testable import StepFleet
+@testable import StepLogging
+import StepProcessing
+import StepProtocol
+@testable import StepServer
+@testable import StepService
+@testable import StepStore
 import XCTest
 
 /// The position side's part in persistence, without threads: what it hands the store, and a path continued

@@ -1,4 +1,9 @@
+@testable import StepEngine
+@testable import StepFleet
+@testable import StepLogging
+@testable import StepServer
 @testable import StepService
+@testable import StepStore
 import XCTest
 
 /// The MQTT network thread's pure parts: the waits between attempts (docs/fleet.md) and libmosquitto's words as

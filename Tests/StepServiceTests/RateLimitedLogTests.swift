@@ -1,7 +1,12 @@
 import Foundation
 import Logging
 import NIOConcurrencyHelpers
+import StepEngine
+import StepFleet
+import StepLogging
+import StepServer
 import StepService
+import StepStore
 import TestSupport
 import XCTest
 

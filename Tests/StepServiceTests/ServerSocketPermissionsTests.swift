@@ -1,5 +1,10 @@
 import Foundation
+@testable import StepEngine
+@testable import StepFleet
+@testable import StepLogging
+@testable import StepServer
 @testable import StepService
+@testable import StepStore
 import XCTest
 
 /// The socket's mode and group after bind (ProtocolServer.setPermissions): what fails is said, with errno's

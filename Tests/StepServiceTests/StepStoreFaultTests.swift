@@ -1,7 +1,12 @@
 import Foundation
 import GRDB
-@testable import StepService
 import Locking
+@testable import StepEngine
+@testable import StepFleet
+@testable import StepLogging
+@testable import StepServer
+@testable import StepService
+@testable import StepStore
 import XCTest
 
 /// The store's fault handling against real SQLite files: a damaged write-ahead log is told from a torn tail,

@@ -1,8 +1,13 @@
 import Foundation
 import GRDB
 import Logging
+@testable import StepEngine
+@testable import StepFleet
+@testable import StepLogging
 import StepProcessing
+@testable import StepServer
 @testable import StepService
+@testable import StepStore
 import XCTest
 
 /// The store against real SQLite files in a scratch folder.

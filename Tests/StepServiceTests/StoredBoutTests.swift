@@ -1,7 +1,12 @@
 import Foundation
 import GRDB
+@testable import StepEngine
+@testable import StepFleet
+@testable import StepLogging
 import StepProcessing
+@testable import StepServer
 @testable import StepService
+@testable import StepStore
 import XCTest
 
 /// Walking bouts in the history: a file of schema v4 gains the table on open, keeps its count, and bouts

@@ -1,5 +1,10 @@
 import Foundation
+import StepEngine
+import StepFleet
+import StepLogging
+import StepServer
 import StepService
+import StepStore
 import XCTest
 
 /// The pure parts of socket activation and the watchdog: what the environment variables mean.

@@ -1,6 +1,6 @@
 #ifndef CLIBCRYPTO_H
 #define CLIBCRYPTO_H
-// A thin shim over OpenSSL's libcrypto: one HMAC-SHA256, for the MQTT device id (Sources/StepService/Fleet/
+// A thin shim over OpenSSL's libcrypto: one HMAC-SHA256, for the MQTT device id (Sources/StepFleet/
 // DeviceIdentity.swift). libcrypto is loaded on first use (dlopen), not linked: only a daemon that publishes
 // over MQTT needs it, and that one has it mapped already, since libmosquitto links it.
 #include <stddef.h>

@@ -2,7 +2,7 @@
 #define CMOSQUITTO_H
 // A thin shim over libmosquitto (Eclipse Mosquitto's client library): plain functions whose names say what
 // they do, an opaque client, and callbacks that hand back the caller's context. No logic: reconnecting,
-// the outbox and what to publish are Swift's (Sources/StepService/Fleet).
+// the outbox and what to publish are Swift's (Sources/StepFleet).
 #include <stdbool.h>
 
 typedef struct cmosq_client cmosq_client;

@@ -41,6 +41,38 @@ final class ClockDrivenTests: XCTestCase {
         XCTAssertEqual(clock.nextDeadlineIn ?? 0, 86_400, accuracy: 3_600)
     }
 
+    /// A local midnight crossed while walking: today starts at midnight and counts the steps after it (each at
+    /// its own time, whenever the detector reported it), the count since the reset goes on, and the PEDOMETER
+    /// watchers hear of the new day.
+    func testMidnightCrossedWhileWalkingStartsTodayAtTheFirstStepAfterIt() throws {
+        let calendar = Engine.daemonCalendar
+        let midnight = calendar.date(byAdding: .day, value: 1, to: calendar.startOfDay(for: Date()))!
+        let clock = ManualClock(wall: midnight.addingTimeInterval(-10))
+        let engine = Engine(clock: clock)
+        let events = EventLog()
+        engine.register(events)
+        engine.drain()
+        // 20 s of walking at 1.8 steps a second, in half-second batches that arrive as the clock reaches their end.
+        let rateHz = 100.0
+        for batch in 0..<40 {
+            let start = Double(batch) * 0.5
+            clock.advance(by: 0.5)
+            engine.receive(stride(from: start, to: start + 0.5, by: 1 / rateHz).map { t in
+                Sample(time: t, x: 0.3, y: 0.2, z: 9.81 + 3 * sin(2 * .pi * 1.8 * t))
+            })
+        }
+        engine.drain()
+        let steps = events.steps
+        let lastBefore = try XCTUnwrap(steps.last { $0.time < midnight }, "no step before midnight").count
+        let snapshot = engine.snapshot
+        XCTAssertGreaterThan(lastBefore, 5)
+        XCTAssertGreaterThan(snapshot.steps - lastBefore, 5)
+        XCTAssertEqual(snapshot.today.start, midnight)
+        XCTAssertEqual(snapshot.today.steps, snapshot.steps - lastBefore, "today is the steps after midnight")
+        XCTAssertEqual(snapshot.steps, steps.last?.count, "the count since the reset goes on")
+        XCTAssertTrue(events.pedometerDays.contains(midnight), "a PEDOMETER of the new day")
+    }
+
     /// Steps that stop with the samples: 4 s later the walk ends and the cadence falls to zero.
     func testAStalledWalkEndsFourSecondsAfterItsLastSteps() {
         let clock = ManualClock()
@@ -176,6 +208,15 @@ final class EventLog: EngineObserver {
 
     var pedometerCount: Int {
         events.withLock { $0.filter { if case .pedometer = $0 { true } else { false } }.count }
+    }
+
+    var steps: [(count: Int, time: Date)] {
+        events.withLock { $0.compactMap { if case let .step(count, time, _) = $0 { (count, time) } else { nil } } }
+    }
+
+    /// The `today.start` of each PEDOMETER.
+    var pedometerDays: [Date] {
+        events.withLock { $0.compactMap { if case .pedometer(let snapshot) = $0 { snapshot.today.start } else { nil } } }
     }
 
     var stationary: Bool {

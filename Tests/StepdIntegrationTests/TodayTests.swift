@@ -2,14 +2,12 @@ import Foundation
 import StepProtocol
 import XCTest
 
-/// STEPS' `today` through the real daemon: a local midnight crossed while walking (the daemon run in a zone
-/// whose midnight comes a few seconds into the test), a restart that keeps the day, a start in another zone that
-/// draws the day anew from the history, the MQTT steps payload and Home Assistant's "steps today", and
-/// `stepctl steps`.
+/// STEPS' `today` through the real daemon and its store: a restart that keeps the day, a start in another zone
+/// that draws the day anew from the history, and `stepctl steps`. A midnight itself (crossed while walking, or
+/// with no sample coming) is the engine's timer and clock: ClockDrivenTests moves a manual clock across it.
 ///
-/// Why each of its three tests takes about a minute (they run as separate processes, in scripts/test's slow_first):
-/// zones are whole minutes off UTC (POSIX's "GMT-hh:mm", which the daemon reads from TZ), so a midnight can only be
-/// put on a minute boundary, 8-75 s away, and each test waits for one.
+/// Why the test takes about a minute: zones are whole minutes off UTC (POSIX's "GMT-hh:mm", which the daemon reads
+/// from TZ), so the walk must cross a minute boundary, 8-68 s away, for another zone's midnight to fall within it.
 final class TodayTests: XCTestCase {
     private struct Step { var count: Int; var time: Date }
 
@@ -37,97 +35,6 @@ final class TodayTests: XCTestCase {
 
     private func today(_ reply: [String: Any]) throws -> [String: Any] {
         try XCTUnwrap(reply["today"] as? [String: Any], "no today in \(reply)")
-    }
-
-    /// A walk in progress at local midnight: the steps before it stay with yesterday, today counts from the first
-    /// step after it, the count since the reset goes on; PEDOMETER and the retained MQTT steps carry the new day.
-    func testMidnightCrossedWhileWalkingStartsTodayAtTheFirstStepAfterIt() throws {
-        let directory = try TemporaryDirectory()
-        let broker = try MosquittoBroker(directory: directory)
-        let midnight = nextMinute(atLeast: 15)
-        let tz = zone(withMidnightAt: midnight)
-        let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--speed", "2", "--loop", "--no-gps",
-                                            "--state-dir", directory.file("state"),
-                                            "--mqtt-url", "mqtt://127.0.0.1:\(broker.port)", "--mqtt-device-id", "today",
-                                            "--mqtt-homeassistant"],
-                                directory: directory, environment: ["TZ": tz])
-        defer { daemon.terminate() }
-        let watcher = try daemon.connect()
-        _ = try watcher.request(["cmd": "watch", "classes": ["STEP", "PEDOMETER"]])
-
-        // Before midnight: yesterday's `today`, from the midnight a day earlier.
-        let before = try daemon.waitForSteps("steps before midnight") { ($0["today"] as? [String: Any])?["steps"] as? Int ?? 0 > 0 }
-        XCTAssertLessThan(Date(), midnight, "the walk began too late to be seen before midnight (\(tz))")
-        let yesterday = try today(before)
-        XCTAssertEqual((yesterday["since"] as? String).flatMap(Timestamp.date), midnight.addingTimeInterval(-86_400), "\(yesterday)")
-        XCTAssertTrue((yesterday["since"] as? String)?.contains("T00:00:00") == true, "\(yesterday)")
-        XCTAssertNotNil(yesterday["active_min"] as? Int, "\(yesterday)")
-
-        // Watch until steps have come for 5 s after midnight.
-        var lastBefore: Step?
-        var pedometerAfter: [String: Any]?
-        while true {
-            let object = try watcher.readObject()
-            if let step = parseStep(object) {
-                if step.time < midnight { lastBefore = step } else if step.time > midnight.addingTimeInterval(5) { break }
-            } else if object["class"] as? String == "PEDOMETER", let day = object["today"] as? [String: Any],
-                      (day["since"] as? String).flatMap(Timestamp.date) == midnight {
-                pedometerAfter = day
-            }
-        }
-        let reply = try daemon.connect().request(["cmd": "steps"])
-        let day = try today(reply)
-        let total = try XCTUnwrap(reply["steps"] as? Int)
-        let before0 = try XCTUnwrap(lastBefore, "no step seen before midnight").count
-        XCTAssertEqual((day["since"] as? String).flatMap(Timestamp.date), midnight, "\(day)")
-        XCTAssertEqual(day["steps"] as? Int, total - before0, "today is not the steps after midnight: \(reply)")
-        XCTAssertGreaterThan(total - before0, 0)
-        XCTAssertGreaterThan(before0, 0)
-        XCTAssertNotNil(pedometerAfter, "no PEDOMETER of the new day")
-        print("TodayTests: midnight at \(Timestamp.string(midnight)) (TZ=\(tz)): \(before0) steps before it, "
-              + "\(total) since the start, today \(day)")
-
-        // MQTT: the retained steps carry today; Home Assistant's "steps today" is total_increasing on today.steps.
-        var retained: [String: String] = [:]
-        try pollUntil("the retained steps of the new day", timeout: 10, detail: "\(retained)") {
-            retained = try retainedMessages(broker: broker, topics: ["stepd/today/steps", "homeassistant/#"])
-            guard let payload = retained["stepd/today/steps"],
-                  let object = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any],
-                  let day = object["today"] as? [String: Any] else { return false }
-            return (day["since"] as? String).flatMap(Timestamp.date) == midnight
-        }
-        let configText = try XCTUnwrap(retained["homeassistant/sensor/stepd_today/steps_today/config"], "\(retained.keys)")
-        let config = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(configText.utf8)) as? [String: Any])
-        XCTAssertEqual(config["state_class"] as? String, "total_increasing")
-        XCTAssertEqual(config["state_topic"] as? String, "stepd/today/steps")
-        XCTAssertTrue((config["value_template"] as? String)?.contains("value_json.today.steps") == true, configText)
-        XCTAssertNotNil(retained["homeassistant/sensor/stepd_today/steps/config"], "the since-reset sensor is gone")
-        print("TodayTests: steps_today discovery: \(configText)")
-    }
-
-    /// Midnight with no sample coming (a replay that has ended: no batch to notice the day): a PEDOMETER of the
-    /// new day all the same, from the engine's midnight timer, and STEPS with it.
-    func testMidnightWithoutSamplesSendsAPedometerOfTheNewDay() throws {
-        let directory = try TemporaryDirectory()
-        let midnight = nextMinute(atLeast: 8)
-        let still = directory.file("still.csv")
-        var text = "t,x,y,z\n"
-        for i in 0..<300 { text += String(format: "%.2f,0.0,0.0,9.81\n", Double(i) / 100) }
-        try text.write(toFile: still, atomically: true, encoding: .utf8)
-        let daemon = try Daemon(arguments: ["--replay", still, "--no-gps", "--state-dir", directory.file("state")],
-                                directory: directory, environment: ["TZ": zone(withMidnightAt: midnight)])
-        defer { daemon.terminate() }
-        try daemon.waitUntil("the replay to end") { ($0["source"] as? [String: Any])?["state"] as? String == "finished" }
-        let watcher = try SocketClient(path: daemon.socketPath, receiveTimeout: 90)
-        _ = try watcher.request(["cmd": "watch", "classes": ["PEDOMETER"]])
-        XCTAssertLessThan(Date(), midnight)
-        var pedometer: [String: Any] = [:]
-        repeat { pedometer = try watcher.readObject() } while pedometer["class"] as? String != "PEDOMETER"
-        let day = try today(pedometer)
-        XCTAssertEqual((day["since"] as? String).flatMap(Timestamp.date), midnight, "\(pedometer)")
-        XCTAssertEqual(day["steps"] as? Int, 0)
-        XCTAssertGreaterThanOrEqual(Date(), midnight)
-        XCTAssertEqual((try today(try daemon.connect().request(["cmd": "steps"]))["since"] as? String).flatMap(Timestamp.date), midnight)
     }
 
     /// A restart keeps today's figures (rebuilt from the minute bins); a start in a zone whose midnight falls

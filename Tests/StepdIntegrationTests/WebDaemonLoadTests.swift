@@ -14,13 +14,14 @@ final class WebDaemonLoadTests: XCTestCase {
 
     /// 100 HTTP clients ask stepd-web for a stored range's GeoJSON export (80,000 points, 4 MB) and never read
     /// (scripts/bench-load-web-hostile): stepd-web reads the daemon only as fast as each client takes the bytes,
-    /// so its RSS grows by a few MB (before: each export was held whole, 177 MB for 100 in the trial). A client
+    /// so its RSS grows by a few MB (debug build: 5 MB; before, each export was held whole: 31 MB in 6 s here, and
+    /// 177 MB for 100 in the trial). A client
     /// that reads gets the whole export; root's `status` and the page's GET of /api/status are answered
     /// throughout. ~25 s.
     func testHundredNeverReadingExportsKeepStepdWebSmall() throws {
         _ = Binaries.stepdWeb  // makes the link the script runs
         let run = try runCommand(Binaries.repository.appendingPathComponent("scripts/bench-load-web-hostile").path,
-                                 ["--bin", Binaries.productsDirectory.path, "--seconds", "6", "--json"], timeout: 300)
+                                 ["--bin", Binaries.productsDirectory.path, "--seconds", "10", "--json"], timeout: 300)
         XCTAssertEqual(run.status, 0, run.stderr)
         print("WebDaemonLoadTests exports: \(run.stdout)")
         let result = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], run.stdout)
@@ -29,7 +30,7 @@ final class WebDaemonLoadTests: XCTestCase {
         XCTAssertEqual(whole["points"] as? Int, 80_000, run.stdout)
         XCTAssertGreaterThan(whole["bytes"] as? Int ?? 0, 3_000_000, run.stdout)
         let web = try XCTUnwrap(result["web_rss_mb"] as? [String: Double], run.stdout)
-        XCTAssertLessThan(web["peak"]! - web["before"]!, 30, "stepd-web's RSS grew from \(web["before"]!) to \(web["peak"]!) MB")
+        XCTAssertLessThan(web["peak"]! - web["before"]!, 15, "stepd-web's RSS grew from \(web["before"]!) to \(web["peak"]!) MB")
         if isRelease { XCTAssertLessThan(web["peak"]!, 60, run.stdout) }
         XCTAssertEqual(result["alive"] as? [String: Bool], ["web": true, "daemon": true], run.stdout)
         XCTAssertGreaterThan(result["root_status"] as? Int ?? 0, 10, run.stdout)
@@ -42,12 +43,12 @@ final class WebDaemonLoadTests: XCTestCase {
     /// stepd-web in the admin group (which may reset) gets 400 history requests at once: it holds at most its pool's
     /// 8 connections to the daemon, answers the rest 503 with Retry-After once its queue is full, and root's
     /// `status` on a new connection is answered every time. Before, admin connections skipped the per-user limit
-    /// and took the slots kept for root: stepd-web took every one of the daemon's 64 here, and root was refused.
+    /// and took the slots kept for root: stepd-web held 40 connections at once here, more than the daemon's 32 slots.
     func testFourHundredHistoryRequestsFromAnAdminStepdWebLeaveRootsStatusAnswered() throws {
         try Unprivileged.requireTools()
         let directory = try TemporaryDirectory()
         let daemon = try Daemon(arguments: ["--device", "stepd-test-absent", "--no-gps", "--admin-group", "daemon",
-                                            "--max-clients", "64"], directory: directory)
+                                            "--max-clients", "32"], directory: directory)
         defer { daemon.terminate() }
         Unprivileged.openSocket(daemon)
         // uid 65533 in group "daemon" (gid 1): an admin, as docs/web.md sets stepd-web up for reset.

@@ -218,7 +218,7 @@ extension ConfigOption {
                      help: "A watcher that leaves more than this many KiB unread is dropped; no reply starts while a client leaves that much unread.",
                      valueName: "kib"),
         ConfigOption(key: "admin_group", kind: .path, defaultText: "(none)",
-                     help: "A group whose members may reset the count (root and the daemon's own user always may).",
+                     help: "A group whose members may reset the count (root and the daemon's own user always may); their connections count like anyone's.",
                      valueName: "group", example: "stepadmin"),
         ConfigOption(key: "log_level", kind: .choice(logLevels), defaultText: "info",
                      help: "The least severe level logged to stderr (the journal under systemd).", valueName: "level"),

@@ -112,6 +112,17 @@ final class HostileClientTests: XCTestCase {
         XCTAssertEqual(try daemon.connect().request(["cmd": "status"])["class"] as? String, "STATUS")
     }
 
+    /// A member of the admin group has one user's share of connections like anyone (issue 39, point 2): 40 idle
+    /// connections of uid 65533 in group "daemon" get 32 (before: all 40, uncounted), and root still gets in.
+    func testTheAdminGroupIsCountedInItsUsersShare() throws {
+        let admin = try Unprivileged.Running(["idle", daemon.socketPath, "40"], uid: 65533, groups: [1])
+        defer { admin.finish() }
+        let held = try admin.readObject()
+        XCTAssertEqual(held["connected"] as? Int, 32, "\(held)")
+        XCTAssertEqual(held["errors"] as? [String], ["too many connections from uid 65533 (limit 32 per user); close some and try again"], "\(held)")
+        XCTAssertEqual(try daemon.connect().request(["cmd": "status"])["class"] as? String, "STATUS")
+    }
+
     /// The credentials are the socket's, taken at connect: the PID that connected may exit and be reused by a
     /// process in the admin group, and the connection still belongs to nobody (issue 14, item 7).
     func testAResetByNobodyIsRefusedAfterItsPIDIsReusedByAnAdmin() throws {

@@ -61,7 +61,8 @@ struct DaemonLink: Sendable {
 
     /// Connects to the daemon's socket. A connect refused with EAGAIN (the daemon's listen queue is full: a flood
     /// of local connections, or a daemon busy for a moment) is tried again after a short, growing pause, at most
-    /// `WebLimits.connectRetryMilliseconds` in all, before the request fails (issue 39, point 10).
+    /// `WebLimits.connectRetryMilliseconds` in all, before the request fails (issue 39, point 10). With `readBytes`,
+    /// the channel yields raw reads of at most that size, unframed (a reply streamed through); else whole lines.
     func connect(_ path: String, readBytes: Int? = nil,
                  configuration: Lines.Configuration = .init()) async throws -> Lines {
         var pauses = WebLimits.connectRetryMilliseconds[...]

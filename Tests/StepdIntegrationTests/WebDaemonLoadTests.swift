@@ -14,7 +14,7 @@ final class WebDaemonLoadTests: XCTestCase {
 
     /// 100 HTTP clients ask stepd-web for a stored range's GeoJSON export (80,000 points, 4 MB) and never read
     /// (scripts/bench-load-web-hostile): stepd-web reads the daemon only as fast as each client takes the bytes,
-    /// so its RSS grows by a few MB (debug build: 5 MB; before, each export was held whole: 31 MB in 6 s here, and
+    /// so its RSS grows by a few MB (debug build: 5 MB; before, each export was held whole: 40 MB in 10 s here, and
     /// 177 MB for 100 in the trial). A client
     /// that reads gets the whole export; root's `status` and the page's GET of /api/status are answered
     /// throughout. ~25 s.
@@ -43,7 +43,7 @@ final class WebDaemonLoadTests: XCTestCase {
     /// stepd-web in the admin group (which may reset) gets 400 history requests at once: it holds at most its pool's
     /// 8 connections to the daemon, answers the rest 503 with Retry-After once its queue is full, and root's
     /// `status` on a new connection is answered every time. Before, admin connections skipped the per-user limit
-    /// and took the slots kept for root: stepd-web held 40 connections at once here, more than the daemon's 32 slots.
+    /// and took the slots kept for root: stepd-web took all 32 of the daemon's slots here, and root was refused.
     func testFourHundredHistoryRequestsFromAnAdminStepdWebLeaveRootsStatusAnswered() throws {
         try Unprivileged.requireTools()
         let directory = try TemporaryDirectory()

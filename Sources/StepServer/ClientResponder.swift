@@ -53,7 +53,7 @@ enum ConnectionRefusal: CodedError {
         switch self {
         case .full(let limit): return "too many clients (limit \(limit)); try again later"
         case .reserved(let open):
-            return "too many clients: the \(open) slots open to every user are taken (the rest are kept for root and the admin group); try again later"
+            return "too many clients: the \(open) slots open to every user are taken (the rest are kept for root); try again later"
         case .perUser(let uid, let limit):
             return "too many connections from uid \(uid) (limit \(limit) per user); close some and try again"
         }

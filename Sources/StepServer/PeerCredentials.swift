@@ -61,8 +61,8 @@ package struct PeerCredentials: Sendable, Equatable {
     var description: String { "uid \(uid), pid \(pid)" }
 }
 
-/// Who may change state (`reset`) and use the connection slots kept back: root, the daemon's own user, or
-/// members of the configured admin group, as the socket's credentials say.
+/// Who may change state (`reset`): root, the daemon's own user, or members of the configured admin group, as the
+/// socket's credentials say. The connection slots kept back are root's alone (ProtocolServer.clientConnected).
 struct AccessPolicy: Sendable {
     var adminGroup: gid_t?
 

@@ -9,10 +9,13 @@ import Glibc
 /// server's event loop.
 extension ProtocolServer: ClientResponder {
     /// Registers a new client, or says why it is refused: the server is full, the slots left are kept for
-    /// root and the admin group, or the client's user already holds its share.
+    /// root, or the client's user already holds its share. Only root (uid 0) uses the reserve and is not
+    /// counted per user: the admin group and the daemon's own user may reset, but their connections are
+    /// counted like anyone's, so that a program in that group (stepd-web) cannot take every slot (issue 39).
     func clientConnected(_ channel: Channel, credentials: PeerCredentials?) -> Result<ClientSession, ConnectionRefusal> {
         loop.assertInEventLoop()
         let privileged = access.mayAdminister(credentials)
+        let root = credentials?.uid == 0
         let maximum = configuration.maximumClients
         // A small --max-clients shrinks the others: one slot at least stays open to everyone.
         let open = maximum - min(configuration.reservedClients, maximum - 1)
@@ -20,9 +23,9 @@ extension ProtocolServer: ClientResponder {
         var refusal: ConnectionRefusal?
         if sessions.count >= maximum {
             refusal = .full(limit: maximum)
-        } else if !privileged, sessions.count >= open {
+        } else if !root, sessions.count >= open {
             refusal = .reserved(open: open)
-        } else if !privileged, let uid = credentials?.uid, connectionsByUID[uid, default: 0] >= perUser {
+        } else if !root, let uid = credentials?.uid, connectionsByUID[uid, default: 0] >= perUser {
             refusal = .perUser(uid: uid, limit: perUser)
         }
         if let refusal {
@@ -33,7 +36,7 @@ extension ProtocolServer: ClientResponder {
         }
         let session = ClientSession(channel: channel, credentials: credentials, privileged: privileged)
         sessions[ObjectIdentifier(channel)] = session
-        if let uid = credentials?.uid, !privileged { connectionsByUID[uid, default: 0] += 1 }
+        if let uid = credentials?.uid, uid != 0 { connectionsByUID[uid, default: 0] += 1 }
         if logger.logLevel <= .debug {
             clientLog.log(.debug, cause: "connect \(session.who)",
                           "client connected: \(session.who)\(privileged ? " (admin)" : ""); \(sessions.count) connected")
@@ -44,7 +47,7 @@ extension ProtocolServer: ClientResponder {
     func clientDisconnected(_ session: ClientSession) {
         loop.assertInEventLoop()
         guard sessions.removeValue(forKey: ObjectIdentifier(session.channel)) != nil else { return }
-        if let uid = session.credentials?.uid, !session.privileged {
+        if let uid = session.credentials?.uid, uid != 0 {
             connectionsByUID[uid, default: 1] -= 1
             if connectionsByUID[uid] == 0 { connectionsByUID[uid] = nil }
         }

@@ -44,10 +44,10 @@ public final class ProtocolServer: Sendable {
         public var socketGroup: String? = "stepd"
         public var maximumLineLength = 4096
         public var maximumClients = 256
-        /// Connections one uid may hold at once (root, the daemon's user and the admin group are not counted),
+        /// Connections one uid may hold at once (root is not counted; the admin group and the daemon's user are),
         /// so that one user cannot take every slot.
         public var maximumClientsPerUser = 32
-        /// Slots of `maximumClients` that only root, the daemon's user and the admin group may take.
+        /// Slots of `maximumClients` that only root (uid 0) may take.
         public var reservedClients = 8
         /// Requests one connection may have waiting for an answer; a client past it is closed.
         public var maximumRequestsInFlight = 16

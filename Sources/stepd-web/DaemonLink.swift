@@ -16,6 +16,9 @@ enum DaemonError: Error, CustomStringConvertible {
     case refused(code: ErrorCode?, message: String)
     /// No answer within `seconds`; the connection was closed.
     case timedOut(path: String, seconds: Int64)
+    /// Every connection stepd-web may hold to the daemon is in use, and the request could not wait for one
+    /// (DaemonPool): 503 with Retry-After.
+    case busy(reason: String)
 
     var description: String {
         switch self {
@@ -24,6 +27,7 @@ enum DaemonError: Error, CustomStringConvertible {
         case .closed(let path, nil): return "stepd at \(path) closed the connection"
         case .refused(_, let message): return message
         case .timedOut(let path, let seconds): return "stepd at \(path) did not answer within \(seconds) s"
+        case .busy(let reason): return "\(reason); try again in \(WebLimits.retryAfterSeconds) s"
         }
     }
 }
@@ -35,8 +39,60 @@ struct DaemonLink: Sendable {
     /// The socket given with --socket, or nil to look where stepctl looks (SocketPath.forClient) at every
     /// connect, so that a daemon started after stepd-web, or moved, is found.
     let fixedPath: String?
+    /// The connections requests may hold at once; the event stream's `watch` is outside it.
+    let pool: DaemonPool
+    /// The part of them that requests for a range (`track`, `visits`, `history`: long to make, long to send) may
+    /// hold, so that the page's `status` and `steps` always find one free whatever the exports do.
+    let rangePool: DaemonPool
+    /// Where a connect that the daemon's full listen queue refused (EAGAIN) is told, rate-limited.
+    let connectLog: RateLimitedNotice?
+
+    init(fixedPath: String?, pool: DaemonPool = DaemonPool(),
+         rangePool: DaemonPool = DaemonPool(connections: WebLimits.daemonRangeConnections, waiting: WebLimits.daemonRangeWaiting,
+                                           what: "connections to stepd for a range (track, visits, history)"),
+         connectLog: RateLimitedNotice? = nil) {
+        self.fixedPath = fixedPath
+        self.pool = pool
+        self.rangePool = rangePool
+        self.connectLog = connectLog
+    }
 
     var socketPath: String { fixedPath ?? SocketPath.forClient() }
+
+    /// Connects to the daemon's socket. A connect refused with EAGAIN (the daemon's listen queue is full: a flood
+    /// of local connections, or a daemon busy for a moment) is tried again after a short, growing pause, at most
+    /// `WebLimits.connectRetryMilliseconds` in all, before the request fails (issue 39, point 10). With `readBytes`,
+    /// the channel yields raw reads of at most that size, unframed (a reply streamed through); else whole lines.
+    func connect(_ path: String, readBytes: Int? = nil,
+                 configuration: Lines.Configuration = .init()) async throws -> Lines {
+        var pauses = WebLimits.connectRetryMilliseconds[...]
+        while true {
+            do {
+                var bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                if let readBytes {
+                    bootstrap = bootstrap.channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: readBytes))
+                }
+                return try await bootstrap.connect(unixDomainSocketPath: path) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        if readBytes == nil {
+                            try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineBasedFrameDecoder()))
+                        }
+                        return try Lines(wrappingChannelSynchronously: channel, configuration: configuration)
+                    }
+                }
+            } catch let error as IOError where error.errnoCode == EAGAIN && !pauses.isEmpty {
+                let pause = pauses.removeFirst()
+                connectLog?.notice(cause: "connect EAGAIN",
+                                   "cannot connect to stepd at \(path) now: its queue of new connections is full; "
+                                   + "trying again for up to \(WebLimits.connectRetryMilliseconds.reduce(0, +)) ms")
+                try await Task.sleep(nanoseconds: UInt64(pause) * 1_000_000)
+            } catch let error as IOError {
+                throw DaemonError.unreachable(path: path, reason: String(cString: strerror(error.errnoCode)))
+            } catch {
+                throw DaemonError.unreachable(path: path, reason: "\(error)")
+            }
+        }
+    }
 
     /// Connects, reads the greeting (VERSION, or the ERROR of a daemon that is full), and runs `body` with the
     /// rest of the lines; the connection is closed when `body` returns or throws, or, with `timeoutSeconds`,
@@ -49,20 +105,7 @@ struct DaemonLink: Sendable {
                  _ settled: @Sendable () -> Void) async throws -> Result
     ) async throws -> Result {
         let path = socketPath
-        let channel: Lines
-        do {
-            channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .connect(unixDomainSocketPath: path) { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineBasedFrameDecoder()))
-                        return try Lines(wrappingChannelSynchronously: channel)
-                    }
-                }
-        } catch let error as IOError {
-            throw DaemonError.unreachable(path: path, reason: String(cString: strerror(error.errnoCode)))
-        } catch {
-            throw DaemonError.unreachable(path: path, reason: "\(error)")
-        }
+        let channel = try await connect(path)
         // The deadline closes the connection on its event loop: a read waiting for a line then ends at once.
         let expired = Expiry()
         let deadline = timeoutSeconds.map { seconds in
@@ -88,8 +131,11 @@ struct DaemonLink: Sendable {
         }
     }
 
-    /// Sends one request and returns its reply line as the daemon wrote it; an ERROR reply is thrown.
+    /// Sends one request and returns its reply line as the daemon wrote it; an ERROR reply is thrown. Holds one of
+    /// the pool's connections meanwhile; for a reply that may be long, `reply` streams it instead.
     func request(_ fields: [String: JSONValue]) async throws -> ByteBuffer {
+        try await pool.acquire()
+        defer { pool.release() }
         var request = fields
         request["id"] = .integer(1)
         let line = try Self.line(request)

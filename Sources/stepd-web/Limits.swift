@@ -22,6 +22,32 @@ enum WebLimits {
     static let reservedDescriptors = 64
     /// The daemon's answer to one request must come within this; else 504 and the connection to it is closed.
     static let daemonReplySeconds: Int64 = 10
+    /// Connections to the daemon that requests hold at once (DaemonPool); the event stream's `watch` is one more.
+    /// Enough for a page's burst of requests; few enough that stepd-web never takes the slots of the daemon's users.
+    static let daemonConnections = 8
+    /// Requests that may wait for one of them, in order; the next gets 503 with Retry-After at once.
+    static let daemonWaiting = 64
+    /// Of those, what requests for a range (`track`, `visits`, `history`) may hold, and how many of them may wait:
+    /// the page's `status` and `steps` always have the other 4.
+    static let daemonRangeConnections = 4
+    static let daemonRangeWaiting = 32
+    /// A request that waited this long for a connection gets 503 with Retry-After.
+    static let daemonWaitSeconds: Int64 = 10
+    /// Retry-After of those 503s.
+    static let retryAfterSeconds = 2
+    /// Pauses between the tries of a connect that the daemon's full listen queue refused (EAGAIN): 1.6 s in all,
+    /// then the request fails (503).
+    static let connectRetryMilliseconds = [10, 20, 40, 80, 160, 320, 500, 500]
+    /// A reply line that has not ended within this many bytes is streamed to the HTTP client, not held whole.
+    static let replyHeadBytes = 64 * 1024
+    /// A streamed reply's bytes held between the daemon and the HTTP client, per request; the daemon is read no
+    /// faster than the client takes them.
+    static let replyBufferBytes = 64 * 1024
+    /// The size of each read from the daemon's socket for a reply.
+    static let replyReadBytes = 16 * 1024
+    /// A streamed reply none of whose bytes the HTTP client takes for this long is given up: its connection to the
+    /// daemon and its place in the pool are freed at once, and the HTTP connection is closed, the body cut short.
+    static let replyStallSeconds: Int64 = 5
     /// After SIGTERM or SIGINT the process is gone by this, whatever its clients do (ShutdownDeadline).
     static let shutdownSeconds = 1.5
     /// A request's head: its fields' sizes and count (HTTP/1 decoder limits).

@@ -76,14 +76,15 @@ struct StepdWeb: AsyncParsableCommand {
         let assetsDirectory = try AssetPaths.page(assets)
         try AssetPaths.requireLeaflet(leaflet)
 
-        let link = DaemonLink(fixedPath: socket)
+        let link = DaemonLink(fixedPath: socket, connectLog: RateLimitedNotice(logger: logger))
         let hub = EventHub(link: link, motionRateHz: motionRate, logger: logger)
         let settings = PageSettings(tiles: tiles == "none" ? nil : tiles, attribution: tilesAttribution,
                                     readOnly: token == nil, motionRateHz: motionRate)
         let router = Router()
         router.add(middleware: FileMiddleware(assetsDirectory, searchForIndexHtml: true, logger: logger))
         router.add(middleware: FileMiddleware(leaflet, urlBasePath: "/leaflet", logger: logger))
-        WebAPI(link: link, hub: hub, settings: settings, resetToken: token, logger: logger).register(on: router)
+        WebAPI(link: link, hub: hub, settings: settings, resetToken: token, logger: logger,
+               refusals: RateLimitedNotice(logger: logger)).register(on: router)
 
         let url = "http://\(listen)/"
         let connections = WebLimits.connectionsForFileLimit()

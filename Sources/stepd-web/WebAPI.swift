@@ -14,6 +14,8 @@ struct WebAPI: Sendable {
     /// The token that `reset` needs; nil: stepd-web is read-only.
     let resetToken: String?
     let logger: Logger
+    /// Refused resets, logged once per 10 s with a count of the rest (a flood of wrong tokens is one line).
+    let refusals: RateLimitedNotice
 
     func register(on router: Router<BasicRequestContext>) {
         router.get("/api/config") { _, _ in json(settings.json) }
@@ -45,7 +47,7 @@ struct WebAPI: Sendable {
         } catch let error as QueryError {
             return failure(.badRequest, error.description)
         } catch {
-            return failure(Self.status(for: error), "\(error)")
+            return failed(error)
         }
     }
 
@@ -72,7 +74,7 @@ struct WebAPI: Sendable {
             do {
                 fields["from"] = .string(try await startOfDay(daysAgo: days - 1))
             } catch {
-                return failure(Self.status(for: error), "\(error)")
+                return failed(error)
             }
         }
         return await proxy(fields)
@@ -99,7 +101,8 @@ struct WebAPI: Sendable {
             header.hasPrefix("Bearer ") ? String(header.dropFirst("Bearer ".count)) : nil
         }
         guard let given, Self.constantTimeEqual(given, token) else {
-            logger.notice("reset refused: \(given == nil ? "no token" : "wrong token")")
+            let reason = given == nil ? "no token" : "wrong token"
+            refusals.notice(cause: reason, "reset refused: \(reason)")
             // RFC 6750: a request without credentials gets the challenge alone; a wrong token invalid_token.
             var headers = HTTPFields()
             headers[.wwwAuthenticate] = given == nil ? "Bearer realm=\"stepd-web\""
@@ -139,13 +142,30 @@ struct WebAPI: Sendable {
         })
     }
 
-    /// The daemon's reply as it wrote it, or an error the page can show.
+    /// The daemon's reply as it wrote it, or an error the page can show. A long reply goes out as the client reads
+    /// it (DaemonLink.reply); one cut short (the daemon gone, the client stalled) ends the connection without
+    /// the chunked body's end, so the client sees it incomplete.
     private func proxy(_ fields: [String: JSONValue]) async -> Response {
         do {
-            return json(try await link.request(fields))
+            switch try await link.reply(fields) {
+            case .whole(let line):
+                return json(line)
+            case .streamed(let reader):
+                return Response(status: .ok, headers: jsonHeaders([:]), body: ResponseBody { writer in
+                    while let piece = try await reader.next() { try await writer.write(piece) }
+                    try await writer.finish(nil)
+                })
+            }
         } catch {
-            return failure(Self.status(for: error), "\(error)")
+            return failed(error)
         }
+    }
+
+    /// The reply for a failure: its status, and Retry-After when stepd-web's connections to the daemon are busy.
+    private func failed(_ error: Error) -> Response {
+        var headers = HTTPFields()
+        if case DaemonError.busy = error { headers[.retryAfter] = "\(WebLimits.retryAfterSeconds)" }
+        return failure(Self.status(for: error), "\(error)", headers: headers)
     }
 
     /// The HTTP status for a failure: a daemon's ERROR by its code (docs/web.md).
@@ -182,10 +202,14 @@ struct PageSettings: Sendable {
 }
 
 func json(_ body: ByteBuffer, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Response {
+    Response(status: status, headers: jsonHeaders(headers), body: ResponseBody(byteBuffer: body))
+}
+
+func jsonHeaders(_ headers: HTTPFields) -> HTTPFields {
     var headers = headers
     headers[.contentType] = "application/json"
     headers[.cacheControl] = "no-store"
-    return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: body))
+    return headers
 }
 
 /// `{"error": "..."}` with the status: 400 a query value stepd-web or the daemon refused, 401 no or a wrong token,

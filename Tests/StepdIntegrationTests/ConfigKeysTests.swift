@@ -97,7 +97,8 @@ final class ConfigKeysTests: XCTestCase {
         let (process, _, logPath) = try start([
             "socket": socket, "state_dir": directory.file("state"), "retention_days": "12", "detector": "threshold",
             "height": "1.90", "replay": Binaries.bundledRecording, "speed": "50", "loop": "true", "max_clients": "3",
-            "max_unsent_kib": "1", "admin_group": "users", "log_level": "debug", "gpsd": "127.0.0.1:\(port)",
+            // One slot kept for root, not the default's two of three: the admin group's reset below takes an open one.
+            "reserved_clients": "1", "max_unsent_kib": "1", "admin_group": "users", "log_level": "debug", "gpsd": "127.0.0.1:\(port)",
             "visit_min_stay_s": "60",
         ], directory: directory)
         defer { stop(process) }

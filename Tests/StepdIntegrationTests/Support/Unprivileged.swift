@@ -23,9 +23,10 @@ enum Unprivileged {
         chmod((daemon.socketPath as NSString).deletingLastPathComponent, 0o755)
     }
 
-    /// The command line that runs `argv` as `uid` with no supplementary groups.
-    static func asUser(_ uid: uid_t, _ argv: [String]) -> [String] {
-        ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups"] + argv
+    /// The command line that runs `argv` as `uid` with no supplementary groups, or with `groups`.
+    static func asUser(_ uid: uid_t, _ argv: [String], groups: [gid_t] = []) -> [String] {
+        let supplementary = groups.isEmpty ? "--clear-groups" : "--groups=" + groups.map(String.init).joined(separator: ",")
+        return ["--reuid=\(uid)", "--regid=\(uid)", supplementary] + argv
     }
 
     /// scripts/hostile-client, as `python3 -c SOURCE MODE ARGS...`, so that the other user need not read the checkout.
@@ -49,9 +50,9 @@ enum Unprivileged {
         let output = Pipe()
         private var buffered = Data()
 
-        init(_ arguments: [String], uid: uid_t = Unprivileged.nobody) throws {
+        init(_ arguments: [String], uid: uid_t = Unprivileged.nobody, groups: [gid_t] = []) throws {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-            process.arguments = Unprivileged.asUser(uid, try Unprivileged.hostile(arguments))
+            process.arguments = Unprivileged.asUser(uid, try Unprivileged.hostile(arguments), groups: groups)
             process.standardInput = input
             process.standardOutput = output
             process.standardError = FileHandle.nullDevice

@@ -148,7 +148,7 @@ let package = Package(
         // Public/ and is installed under share/stepd-web, not compiled in, so that it can be read and changed.
         // Run by stepd when it is called as stepd-web.
         .target(name: "StepdWebCommands", dependencies: [
-            "StepProtocol", "Locking", "Timekeeping",
+            "StepProtocol", "StepLogging", "Locking", "Timekeeping",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Locking
 
 /// Where every part of stepd that depends on time reads it and sets its timers: the wall clock, the monotonic
 /// clock, and timers that run a handler on a queue. Production code takes one as an argument (`SystemClock`
@@ -40,12 +41,76 @@ extension ClockTimer {
 }
 
 extension DaemonClock {
-    /// Runs `body` on `queue` once, `seconds` from now; the returned timer cancels it.
+    /// Runs `body` on `queue` once, `seconds` from now. The timer keeps itself alive until it has fired or is
+    /// cancelled, so the caller may drop what this returns (a fire-and-forget hop) or keep it to cancel.
     @discardableResult
     public func run(after seconds: Double, on queue: DispatchQueue, leewaySeconds: Double = 0,
                     _ body: @escaping @Sendable () -> Void) -> any ClockTimer {
-        let timer = makeTimer(queue: queue, handler: body)
+        let pending = Locked<(any ClockTimer)?>(nil)
+        let timer = makeTimer(queue: queue) {
+            guard pending.withLock({ $0 }) != nil else { return }   // cancelled as it expired
+            body()
+            pending.withLock { $0 = nil }
+        }
+        pending.withLock { $0 = timer }
         timer.schedule(after: seconds, repeating: nil, leewaySeconds: leewaySeconds)
-        return timer
+        return OneShotTimer(timer: timer, pending: pending)
+    }
+}
+
+extension DaemonClock {
+    /// Suspends the calling task for `seconds` of this clock; throws `CancellationError` at once when the task is
+    /// cancelled meanwhile (as `Task.sleep` does).
+    public func sleep(seconds: Double) async throws {
+        let resumed = Locked<CheckedContinuation<Void, any Error>?>(nil)
+        let timer = Locked<(any ClockTimer)?>(nil)
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                resumed.withLock { $0 = continuation }
+                let fired = run(after: seconds, on: .global()) {
+                    resumed.withLock { pending in
+                        pending?.resume()
+                        pending = nil
+                    }
+                }
+                timer.withLock { $0 = fired }
+                if Task.isCancelled {
+                    fired.cancel()
+                    resumed.withLock { pending in
+                        pending?.resume(throwing: CancellationError())
+                        pending = nil
+                    }
+                }
+            }
+        } onCancel: {
+            timer.withLock { $0?.cancel() }
+            resumed.withLock { pending in
+                pending?.resume(throwing: CancellationError())
+                pending = nil
+            }
+        }
+    }
+}
+
+/// `run(after:)`'s timer: held by its own handler until it fires; `cancel` lets it go.
+private final class OneShotTimer: ClockTimer {
+    private let timer: any ClockTimer
+    private let pending: Locked<(any ClockTimer)?>
+
+    init(timer: any ClockTimer, pending: Locked<(any ClockTimer)?>) {
+        self.timer = timer
+        self.pending = pending
+    }
+
+    func schedule(after seconds: Double, repeating: Double?, leewaySeconds: Double) {
+        pending.withLock { $0 = timer }
+        timer.schedule(after: seconds, repeating: repeating, leewaySeconds: leewaySeconds)
+    }
+
+    func clear() { timer.clear() }
+
+    func cancel() {
+        timer.cancel()
+        pending.withLock { $0 = nil }
     }
 }

@@ -4,7 +4,9 @@ import NIOCore
 import NIOExtras
 import NIOFoundationCompat
 import NIOPosix
+import StepLogging
 import StepProtocol
+import Timekeeping
 
 /// Why stepd-web could not get an answer from the daemon; the text goes to the page and the log.
 enum DaemonError: Error, CustomStringConvertible {
@@ -45,13 +47,16 @@ struct DaemonLink: Sendable {
     /// hold, so that the page's `status` and `steps` always find one free whatever the exports do.
     let rangePool: DaemonPool
     /// Where a connect that the daemon's full listen queue refused (EAGAIN) is told, rate-limited.
-    let connectLog: RateLimitedNotice?
+    let connectLog: RateLimitedLog?
+    /// The pauses between connects.
+    let clock: any DaemonClock
 
     init(fixedPath: String?, pool: DaemonPool = DaemonPool(),
          rangePool: DaemonPool = DaemonPool(connections: WebLimits.daemonRangeConnections, waiting: WebLimits.daemonRangeWaiting,
                                            what: "connections to stepd for a range (track, visits, history)"),
-         connectLog: RateLimitedNotice? = nil) {
+         connectLog: RateLimitedLog? = nil, clock: any DaemonClock = SystemClock()) {
         self.fixedPath = fixedPath
+        self.clock = clock
         self.pool = pool
         self.rangePool = rangePool
         self.connectLog = connectLog
@@ -82,10 +87,10 @@ struct DaemonLink: Sendable {
                 }
             } catch let error as IOError where error.errnoCode == EAGAIN && !pauses.isEmpty {
                 let pause = pauses.removeFirst()
-                connectLog?.notice(cause: "connect EAGAIN",
+                connectLog?.log(.notice, cause: "connect EAGAIN",
                                    "cannot connect to stepd at \(path) now: its queue of new connections is full; "
                                    + "trying again for up to \(WebLimits.connectRetryMilliseconds.reduce(0, +)) ms")
-                try await Task.sleep(nanoseconds: UInt64(pause) * 1_000_000)
+                try await clock.sleep(seconds: Double(pause) / 1000)
             } catch let error as IOError {
                 throw DaemonError.unreachable(path: path, reason: String(cString: strerror(error.errnoCode)))
             } catch {

@@ -1,5 +1,6 @@
 import Dispatch
 import Locking
+import Timekeeping
 
 /// The daemon connections stepd-web's requests may hold at once (docs/web.md, "Limits"). However many HTTP clients
 /// ask, the daemon sees at most `connections` of stepd-web's requests, so stepd-web never takes the slots its
@@ -10,6 +11,8 @@ final class DaemonPool: Sendable {
     let connections: Int
     let waiting: Int
     let waitSeconds: Int64
+    /// The bound on a wait for a place.
+    private let clock: any DaemonClock
     /// What its connections are, for the 503's words.
     let what: String
 
@@ -27,8 +30,10 @@ final class DaemonPool: Sendable {
     private let state = Locked(State())
 
     init(connections: Int = WebLimits.daemonConnections, waiting: Int = WebLimits.daemonWaiting,
-         waitSeconds: Int64 = WebLimits.daemonWaitSeconds, what: String = "connections to stepd") {
+         waitSeconds: Int64 = WebLimits.daemonWaitSeconds, what: String = "connections to stepd",
+         clock: any DaemonClock = SystemClock()) {
         self.what = what
+        self.clock = clock
         self.connections = connections
         self.waiting = waiting
         self.waitSeconds = waitSeconds
@@ -57,7 +62,7 @@ final class DaemonPool: Sendable {
                 case .granted: continuation.resume()
                 case .refused: continuation.resume(throwing: DaemonError.busy(reason: busyReason(queueFull: true)))
                 case .queued(let id):
-                    DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(Int(waitSeconds))) { [self] in
+                    clock.run(after: Double(waitSeconds), on: .global()) { [self] in
                         remove(id)?.resume(throwing: DaemonError.busy(reason: busyReason(queueFull: false)))
                     }
                 }

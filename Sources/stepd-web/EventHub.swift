@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOCore
 import StepProtocol
+import Timekeeping
 
 /// The daemon's `watch`, shared by every open page as Server-Sent Events.
 ///
@@ -29,8 +30,12 @@ actor EventHub {
     /// 512 frames: 25 s of MOTION at 20 Hz, far more than a page that reads at all falls behind.
     static let framesBuffered = 512
 
-    init(link: DaemonLink, motionRateHz: Double, logger: Logger) {
+    /// The keep-alive's timer and the pause before a reconnect.
+    private let clock: any DaemonClock
+
+    init(link: DaemonLink, motionRateHz: Double, logger: Logger, clock: any DaemonClock = SystemClock()) {
         self.link = link
+        self.clock = clock
         self.motionRateHz = motionRateHz
         self.logger = logger
     }
@@ -90,12 +95,11 @@ actor EventHub {
 
     /// Watches the daemon until cancelled, reconnecting a second after a failure.
     private func runUpstream() async {
-        let keepAlive = Task { [weak self] in
-            while !Task.isCancelled {
-                try? await Task.sleep(nanoseconds: Self.keepAliveSeconds * 1_000_000_000)
-                await self?.broadcast(ByteBuffer(string: ": keep-alive\n\n"))
-            }
+        let keepAlive = clock.makeTimer(queue: .global()) { [weak self] in
+            Task { await self?.broadcast(ByteBuffer(string: ": keep-alive\n\n")) }
         }
+        let every = Double(Self.keepAliveSeconds)
+        keepAlive.schedule(after: every, repeating: every, leewaySeconds: 1)
         defer { keepAlive.cancel() }
         while !Task.isCancelled {
             do {
@@ -107,7 +111,7 @@ actor EventHub {
                 if Task.isCancelled { return }
                 noteLink(connected: false, error: "\(error)")
             }
-            try? await Task.sleep(nanoseconds: 1_000_000_000)
+            try? await clock.sleep(seconds: 1)
         }
     }
 

@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOHTTPTypes
 import StepProtocol
+import Timekeeping
 
 /// What stepd-web holds for a client, and for how long (docs/web.md, "Limits"): nothing forever.
 enum WebLimits {
@@ -236,11 +237,11 @@ final class ShutdownDeadline {
         sources = [SIGTERM, SIGINT].map { signal in
             let source = DispatchSource.makeSignalSource(signal: signal, queue: queue)
             source.setEventHandler { [queue] in
-                queue.asyncAfter(deadline: .now() + Self.closeSeconds) {
+                SystemClock().run(after: Self.closeSeconds, on: queue) {
                     let closed = connections.closeAll()
                     if closed > 0 { logger.notice("closed \(closed) connections still open \(Self.closeSeconds) s after the signal") }
                 }
-                queue.asyncAfter(deadline: .now() + WebLimits.shutdownSeconds) {
+                SystemClock().run(after: WebLimits.shutdownSeconds, on: queue) {
                     logger.notice("still running \(WebLimits.shutdownSeconds) s after the signal; exiting")
                     fflush(nil)
                     _exit(0)

@@ -4,6 +4,7 @@ import NIOCore
 import NIOFoundationCompat
 import NIOPosix
 import StepProtocol
+import Timekeeping
 
 /// A daemon's reply as stepd-web passes it on: a short line whole, or a long one (a stored range's `track`, 12 MB)
 /// as the HTTP client reads it, never held whole (issue 39, point 1).
@@ -188,10 +189,14 @@ final class ReplyPipe: Sendable {
 
     let budgetBytes: Int
     let stallSeconds: Int64
+    /// The bound on a stall of the HTTP client.
+    private let clock: any DaemonClock
     private let state = Locked(State())
 
-    init(budgetBytes: Int = WebLimits.replyBufferBytes, stallSeconds: Int64 = WebLimits.replyStallSeconds) {
+    init(budgetBytes: Int = WebLimits.replyBufferBytes, stallSeconds: Int64 = WebLimits.replyStallSeconds,
+         clock: any DaemonClock = SystemClock()) {
         self.budgetBytes = budgetBytes
+        self.clock = clock
         self.stallSeconds = stallSeconds
     }
 
@@ -227,7 +232,7 @@ final class ReplyPipe: Sendable {
                 continuation.resume(with: now)
                 return
             }
-            DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(Int(stallSeconds))) { [self] in
+            clock.run(after: Double(stallSeconds), on: .global()) { [self] in
                 let stalled = state.withLock { state -> CheckedContinuation<Void, any Error>? in
                     guard let writer = state.writer, writer.id == id else { return nil }
                     state.writer = nil

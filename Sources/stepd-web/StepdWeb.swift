@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import StepLogging
 import StepProtocol
 
 /// stepd-web: the seeds' screens in a browser. A client of stepd's socket that serves one page over HTTP
@@ -76,7 +77,7 @@ struct StepdWeb: AsyncParsableCommand {
         let assetsDirectory = try AssetPaths.page(assets)
         try AssetPaths.requireLeaflet(leaflet)
 
-        let link = DaemonLink(fixedPath: socket, connectLog: RateLimitedNotice(logger: logger))
+        let link = DaemonLink(fixedPath: socket, connectLog: RateLimitedLog(logger: logger))
         let hub = EventHub(link: link, motionRateHz: motionRate, logger: logger)
         let settings = PageSettings(tiles: tiles == "none" ? nil : tiles, attribution: tilesAttribution,
                                     readOnly: token == nil, motionRateHz: motionRate)
@@ -84,7 +85,7 @@ struct StepdWeb: AsyncParsableCommand {
         router.add(middleware: FileMiddleware(assetsDirectory, searchForIndexHtml: true, logger: logger))
         router.add(middleware: FileMiddleware(leaflet, urlBasePath: "/leaflet", logger: logger))
         WebAPI(link: link, hub: hub, settings: settings, resetToken: token, logger: logger,
-               refusals: RateLimitedNotice(logger: logger)).register(on: router)
+               refusals: RateLimitedLog(logger: logger)).register(on: router)
 
         let url = "http://\(listen)/"
         let connections = WebLimits.connectionsForFileLimit()

@@ -4,7 +4,9 @@ import Logging
 import NIOCore
 import NIOFoundationCompat
 import ServiceLifecycle
+import StepLogging
 import StepProtocol
+import Timekeeping
 
 /// The HTTP side: the page's JSON endpoints and its event stream (every one in docs/web.md).
 struct WebAPI: Sendable {
@@ -14,8 +16,10 @@ struct WebAPI: Sendable {
     /// The token that `reset` needs; nil: stepd-web is read-only.
     let resetToken: String?
     let logger: Logger
+    /// The start of today for the page's first history.
+    var clock: any DaemonClock = SystemClock()
     /// Refused resets, logged once per 10 s with a count of the rest (a flood of wrong tokens is one line).
-    let refusals: RateLimitedNotice
+    let refusals: RateLimitedLog
 
     func register(on router: Router<BasicRequestContext>) {
         router.get("/api/config") { _, _ in json(settings.json) }
@@ -88,7 +92,7 @@ struct WebAPI: Sendable {
             ?? TimeZone(secondsFromGMT: status.utc_offset_s ?? 0) ?? .gmt
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = zone
-        let today = calendar.startOfDay(for: Date())
+        let today = calendar.startOfDay(for: clock.now)
         let start = calendar.date(byAdding: .day, value: -days, to: today) ?? today
         return Timestamp.string(start, in: zone)
     }
@@ -102,7 +106,7 @@ struct WebAPI: Sendable {
         }
         guard let given, Self.constantTimeEqual(given, token) else {
             let reason = given == nil ? "no token" : "wrong token"
-            refusals.notice(cause: reason, "reset refused: \(reason)")
+            refusals.log(.notice, cause: reason, "reset refused: \(reason)")
             // RFC 6750: a request without credentials gets the challenge alone; a wrong token invalid_token.
             var headers = HTTPFields()
             headers[.wwwAuthenticate] = given == nil ? "Bearer realm=\"stepd-web\""

@@ -239,3 +239,54 @@ final class LogLines: LogHandler, @unchecked Sendable {
 
     func matching(_ text: String) -> Int { lines.withLock { $0.filter { $0.contains(text) }.count } }
 }
+
+/// The production clock's fire-and-forget timer: dropped by its caller, it fires all the same; cancelled, never.
+final class SystemClockTimerTests: XCTestCase {
+    func testARunTimerFiresThoughItsCallerDroppedIt() {
+        let fired = expectation(description: "fired")
+        SystemClock().run(after: 0.01, on: .global()) { fired.fulfill() }
+        wait(for: [fired], timeout: 30)
+    }
+
+    func testACancelledRunTimerDoesNotFire() {
+        let fired = Locked(false)
+        let timer = SystemClock().run(after: 0.2, on: .global()) { fired.withLock { $0 = true } }
+        timer.cancel()
+        let later = expectation(description: "a later timer")
+        SystemClock().run(after: 0.5, on: .global()) { later.fulfill() }
+        wait(for: [later], timeout: 30)
+        XCTAssertFalse(fired.withLock { $0 })
+    }
+}
+
+/// `DaemonClock.sleep`, the async wait of stepd-web's reconnects: it ends when the clock reaches it, at once
+/// when its task is cancelled.
+final class ClockSleepTests: XCTestCase {
+    func testASleepEndsWhenTheManualClockReachesIt() async throws {
+        let clock = ManualClock()
+        let done = Locked(false)
+        let sleeper = Task {
+            try await clock.sleep(seconds: 5)
+            done.withLock { $0 = true }
+        }
+        for _ in 0..<10_000 where clock.scheduledCount == 0 { await Task.yield() }
+        XCTAssertEqual(clock.scheduledCount, 1, "the sleep set its timer")
+        clock.advance(by: 4.9)
+        XCTAssertFalse(done.withLock { $0 })
+        clock.advance(by: 0.2)
+        try await sleeper.value
+        XCTAssertTrue(done.withLock { $0 })
+    }
+
+    func testACancelledSleepThrowsAtOnce() async {
+        let clock = ManualClock()
+        let sleeper = Task { try await clock.sleep(seconds: 3600) }
+        sleeper.cancel()
+        do {
+            try await sleeper.value
+            XCTFail("a cancelled sleep returned")
+        } catch {
+            XCTAssertTrue(error is CancellationError, "\(error)")
+        }
+    }
+}

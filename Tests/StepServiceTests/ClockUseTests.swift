@@ -10,7 +10,7 @@ final class ClockUseTests: XCTestCase {
     private static let pattern = try! NSRegularExpression(pattern: [
         #"\bDate\(\)"#, #"\bDate\.now\b"#, #"Date\(timeIntervalSinceNow"#, #"\.timeIntervalSinceNow\b"#,
         #"\bDispatch(Wall)?Time\.now\(\)"#, #"[(\s]\.now\(\)"#, #"\basyncAfter\("#, #"\bmakeTimerSource\("#,
-        #"\btimerfd_"#, #"\bclock_gettime\("#, #"\busleep\("#, #"\bnanosleep\("#, #"\bThread\.sleep\("#,
+        #"\btimerfd_"#, #"\bclock_gettime\("#, #"\busleep\("#, #"\bnanosleep\("#, #"\bThread\.sleep\("#, #"\bTask\.sleep\("#,
     ].joined(separator: "|"))
 
     /// File and the call it may make, with the reason.
@@ -19,9 +19,6 @@ final class ClockUseTests: XCTestCase {
          "reads the clock the kernel stamps the device's scans with (its current_timestamp_clock), to place them in time"),
         ("Sources/StepResearch/BenchCommand.swift", "clock_gettime(",
          "CLOCK_THREAD_CPUTIME_ID: the CPU time `stepd bench` reports, not a time the daemon acts on"),
-        ("Sources/stepd-web/WebAPI.swift", "Date()", "stepd-web: the start of today for the page's first history request"),
-        ("Sources/stepd-web/Limits.swift", "asyncAfter(", "stepd-web: the grace before a connection or the server is closed"),
-        ("Sources/stepd-web/Limits.swift", ".now()", "stepd-web: the grace before a connection or the server is closed"),
     ]
 
     func testOnlyTheProductionClockReadsTime() throws {

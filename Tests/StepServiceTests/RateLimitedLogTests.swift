@@ -35,6 +35,17 @@ final class RateLimitedLogTests: XCTestCase {
         return (log, captured, clock)
     }
 
+    /// The count is told when the interval ends, by the log's own timer, with no later line to bring it.
+    func testTheCountIsToldWhenTheIntervalEndsWithoutAnotherLine() {
+        let (log, captured, clock) = makeLog()
+        for _ in 0..<3 { log.log(.warning, cause: "slow reader", "dropped a watcher") }
+        clock.advance(by: 9.9)
+        XCTAssertEqual(captured.lines.withLockedValue { $0 }, ["warning dropped a watcher"])
+        clock.advance(by: 0.2)
+        XCTAssertEqual(captured.lines.withLockedValue { $0 },
+                       ["warning dropped a watcher", "warning dropped a watcher (2 more times in the last 10 s)"])
+    }
+
     func testTheFirstOccurrenceIsLoggedAndRepeatsAreCountedOncePerInterval() {
         let (log, captured, clock) = makeLog()
         for _ in 0..<1000 { log.log(.notice, cause: "reset uid 65534", "refused reset from uid 65534") }

@@ -48,6 +48,8 @@ final class MQTTClient: @unchecked Sendable {
         var acknowledged: @Sendable (_ messageID: Int32) -> Void
         /// An attempt failed or the connection ended: why, in words, and the seconds until the next attempt.
         var waiting: @Sendable (_ reason: String, _ retrySeconds: Int) -> Void
+        /// The daemon itself dropped the connection (MQTTRelay: a packet over the size limit): why, before `waiting`.
+        var dropped: @Sendable (_ reason: String) -> Void = { _ in }
     }
 
     private var client: OpaquePointer?
@@ -101,7 +103,13 @@ final class MQTTClient: @unchecked Sendable {
 
     func setTLS(caFile: String?, certFile: String?, keyFile: String?) throws {
         try check(cmosq_set_tls(client, caFile, certFile, keyFile), "TLS files")
+        usesTLS = true
     }
+
+    /// Over TLS the broker's bytes reach only libmosquitto (MQTTRelay cannot read them).
+    private var usesTLS = false
+    /// The most a packet from the broker may declare, on a plain connection (MQTTRelay).
+    var maximumIncomingPacketBytes = MQTTPacketSizeGuard.defaultLimitBytes
 
     /// Starts the network thread, which makes the first attempt at once. A broker that is down, or a name that
     /// does not resolve yet, is not an error: the thread tries again after the back-off until `stop`.
@@ -154,6 +162,9 @@ final class MQTTClient: @unchecked Sendable {
             var errorNumber: Int32 = 0
             sessionUp = false
             var code = cmosq_connect_async(client, host, port, keepaliveSeconds, &errorNumber)
+            // Every byte from a plain broker passes the packet-size guard before libmosquitto reads it.
+            let relay = code == cmosq_success() && !usesTLS
+                ? MQTTRelay(libraryDescriptor: cmosq_socket(client), limitBytes: maximumIncomingPacketBytes) : nil
             if code == cmosq_success() {
                 repeat {
                     let wait = stopping ? Self.stoppingLoopMilliseconds : Self.loopMilliseconds(keepaliveSeconds: keepaliveSeconds)
@@ -171,7 +182,9 @@ final class MQTTClient: @unchecked Sendable {
             if stopping { return }
             failures += 1
             let wait = backoff.seconds(afterFailures: failures)
-            callbacks.waiting(Self.failureWords(code, errorNumber), wait)
+            let dropped = relay?.failure.map(Self.clause)
+            if let dropped { callbacks.dropped(dropped) }
+            callbacks.waiting(dropped ?? Self.failureWords(code, errorNumber), wait)
             let until = Date().addingTimeInterval(Double(wait))
             wake.withLock {
                 while !stopRequested, wake.wait(until: until) {}

@@ -25,20 +25,22 @@ extension ProtocolServer {
     }
 
     /// The requests whose reply can be long start only while the replies of all clients leave room in the
-    /// ReplyBudget, each holding `budgetPerRead` of it until its reply is handed to the connection: so the store's
-    /// readers never make more at once than the budget, however many clients ask and do not read.
+    /// ReplyBudget. History and visits, whose line is made whole, hold `budgetPerRead` of it until their reply is
+    /// handed to the connection: so the store's readers never make more at once than the budget, however many
+    /// clients ask and do not read. A track document counts its pieces as they are made (TrackReply) instead.
     private func answerWithinBudget(_ request: Request, from session: ClientSession, reply respond: @escaping (Reply) -> Void) {
         let loop = session.channel.eventLoop
         let budget = replyBudget
         let channel = session.channel
         budget.whenRoom { [self] in
             guard channel.isActive else { return }  // closed while it waited: nothing to answer
-            budget.charge(Self.budgetPerRead)
+            let reserved = request.command == .track ? 0 : Self.budgetPerRead
+            budget.charge(reserved)
             var released = false
             let reply: (Reply) -> Void = { answer in
                 if !released {
                     released = true
-                    budget.release(Self.budgetPerRead)
+                    budget.release(reserved)
                 }
                 respond(answer)
             }

@@ -1,4 +1,5 @@
 import Foundation
+import StepProtocol
 import XCTest
 
 /// What the socket server owes every client whatever the others do (issue 25): a reply bounded in memory for a
@@ -111,6 +112,43 @@ final class ServerBoundsTests: XCTestCase {
         XCTAssertEqual(document.components(separatedBy: "<trkpt ").count - 1, 86_400)
         XCTAssertLessThan(peak - baseline, 40 << 20, "RSS rose from \(baseline >> 20) MB to \(peak >> 20) MB")
         if isRelease { XCTAssertLessThan(peak, 80 << 20) }
+    }
+
+    /// Issue 39, 1 (every large reply): a week of minute bins is a 1.5 MB `history` line. 20 connections ask for
+    /// it and never read: each line goes out 16 KiB at a time as a document does, so a client that reads none of
+    /// it for 3 s is closed and its line dropped (before: each kept its whole line for as long as it stayed
+    /// connected, never closed). A reading client still gets the whole week.
+    func testNeverReadHistoryLinesAreClosedAfterTheirTimeout() throws {
+        let directory = try TemporaryDirectory()
+        let state = directory.file("state")
+        try PreparedHistory.create(state: state, directory: directory)
+        try PreparedHistory.fill(state: state, """
+            first = int(now // 60) - 7 * 1440 + 10
+            db.executemany("INSERT OR IGNORE INTO minute_bin (minute, steps, distance_m) VALUES (?, 40, 28.0)",
+                           ((first + m,) for m in range(7 * 1440 - 20)))
+            """)
+        let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--loop", "--no-gps", "--state-dir", state],
+                                directory: directory)
+        let observer = try daemon.connect()
+        let from = Timestamp.string(Date().addingTimeInterval(-7 * 86_400 + 60))
+        let request = "{\"cmd\":\"history\",\"bin\":\"minute\",\"from\":\"\(from)\",\"id\":\"week\"}"
+        var silent: [Int32] = []
+        defer { silent.forEach { Glibc.close($0) } }
+        for _ in 0..<20 {
+            let fd = try Self.connectNeverReading(daemon.socketPath)
+            silent.append(fd)
+            let bytes = Array((request + "\n").utf8)
+            XCTAssertEqual(send(fd, bytes, bytes.count, Int32(MSG_NOSIGNAL)), bytes.count)
+        }
+        var status: [String: Any] = [:]
+        try pollUntil("the 20 silent clients closed", timeout: 60, every: 0.2, detail: "\(status)") {
+            status = try observer.request(["cmd": "status"])
+            return status["closed_clients"] as? Int == 20
+        }
+        XCTAssertEqual(status["clients"] as? Int, 1, "\(status)")
+        let week = try Self.reply(to: request, at: daemon.socketPath)
+        XCTAssertGreaterThanOrEqual((week["bins"] as? [Any])?.count ?? 0, 7 * 1440 - 20, "the week, and the replay's own minutes")
+        XCTAssertTrue(daemon.log.contains("none of it was read for 3 s"), daemon.log)
     }
 
     /// A stored range's GeoJSON, read a page at a time, is the same document the path in memory gives when both

@@ -15,7 +15,7 @@
     X(mosquitto_disconnect_callback_set) X(mosquitto_publish_callback_set) X(mosquitto_will_set) \
     X(mosquitto_username_pw_set) X(mosquitto_int_option) X(mosquitto_tls_set) X(mosquitto_threaded_set) \
     X(mosquitto_connect_async) X(mosquitto_loop) X(mosquitto_disconnect) X(mosquitto_publish) \
-    X(mosquitto_strerror) X(mosquitto_connack_string)
+    X(mosquitto_strerror) X(mosquitto_connack_string) X(mosquitto_socket)
 
 #define CMOSQ_POINTER(name) static __typeof__(&name) p_##name;
 CMOSQ_FUNCTIONS(CMOSQ_POINTER)
@@ -123,6 +123,8 @@ int cmosq_loop(cmosq_client *client, int timeout_ms, int *error_number) {
     *error_number = errno;
     return rc;
 }
+
+int cmosq_socket(cmosq_client *client) { return p_mosquitto_socket(client->mosq); }
 
 int cmosq_disconnect(cmosq_client *client) { return p_mosquitto_disconnect(client->mosq); }
 

@@ -81,6 +81,7 @@ public final class Engine: SampleSink, BarometerSink, Sendable {
         self.logger = logger
         dayCalendar = Self.daemonCalendar
         if let warning = DaemonTimeZone.current.warning { logger.warning("\(warning)") }
+        if let notice = DaemonTimeZone.current.notice { logger.notice("\(notice)") }
         var initial = EngineState(configuration: configuration, calendar: dayCalendar, now: clock.now)
         stepHoldBackSeconds = initial.pipeline.detector.longestReportDelaySeconds
         published = NIOLockedValueBox(initial.snapshot(rateOutHz: configuration.rateHz, sourceRejected: 0,

@@ -374,6 +374,15 @@ final class FleetCore {
     }
 
     /// An attempt failed, or the connection ended: why, and when the next attempt is.
+    /// The daemon dropped the connection itself (a packet from the broker over the size limit): the reason
+    /// STATUS gives until the next attempt, and a warning (one per connection, so the back-off spaces them).
+    func dropped(_ reason: String) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard !stopping else { return }
+        loss = reason
+        logger.warning("mqtt: \(configuration.broker): \(reason)")
+    }
+
     func waiting(reason: String, retrySeconds: Int) {
         dispatchPrecondition(condition: .onQueue(queue))
         guard !stopping else { return }

@@ -90,7 +90,8 @@ public final class FleetPublisher: Sendable {
             connected: { [weak self] code in self?.hop { $0.connected(code) } },
             disconnected: { [weak self] reason in self?.hop { $0.disconnected(reason) } },
             acknowledged: { [weak self] id in self?.hop { $0.acknowledged(messageID: id) } },
-            waiting: { [weak self] reason, seconds in self?.hop { $0.waiting(reason: reason, retrySeconds: seconds) } }))
+            waiting: { [weak self] reason, seconds in self?.hop { $0.waiting(reason: reason, retrySeconds: seconds) } },
+            dropped: { [weak self] reason in self?.hop { $0.dropped(reason) } }))
         try client.setWill(topic: topics.status, payload: FleetPayloads.offline)
         if let username = configuration.username {
             try client.setCredentials(username: username, password: configuration.password)

@@ -49,6 +49,8 @@ final class MQTTClient: @unchecked Sendable {
         var acknowledged: @Sendable (_ messageID: Int32) -> Void
         /// An attempt failed or the connection ended: why, in words, and the seconds until the next attempt.
         var waiting: @Sendable (_ reason: String, _ retrySeconds: Int) -> Void
+        /// The daemon itself dropped the connection (MQTTRelay: a packet over the size limit): why, before `waiting`.
+        var dropped: @Sendable (_ reason: String) -> Void = { _ in }
     }
 
     private var client: OpaquePointer?
@@ -105,7 +107,13 @@ final class MQTTClient: @unchecked Sendable {
 
     func setTLS(caFile: String?, certFile: String?, keyFile: String?) throws {
         try check(cmosq_set_tls(client, caFile, certFile, keyFile), "TLS files")
+        usesTLS = true
     }
+
+    /// Over TLS the broker's bytes reach only libmosquitto (MQTTRelay cannot read them).
+    private var usesTLS = false
+    /// The most a packet from the broker may declare, on a plain connection (MQTTRelay).
+    var maximumIncomingPacketBytes = MQTTPacketSizeGuard.defaultLimitBytes
 
     /// Starts the network thread, which makes the first attempt at once. A broker that is down, or a name that
     /// does not resolve yet, is not an error: the thread tries again after the back-off until `stop`.
@@ -160,6 +168,9 @@ final class MQTTClient: @unchecked Sendable {
             var errorNumber: Int32 = 0
             sessionUp = false
             var code = cmosq_connect_async(client, host, port, keepaliveSeconds, &errorNumber)
+            // Every byte from a plain broker passes the packet-size guard before libmosquitto reads it.
+            let relay = code == cmosq_success() && !usesTLS
+                ? MQTTRelay(libraryDescriptor: cmosq_socket(client), limitBytes: maximumIncomingPacketBytes) : nil
             if code == cmosq_success() {
                 repeat {
                     let wait = stopping ? Self.stoppingLoopMilliseconds : Self.loopMilliseconds(keepaliveSeconds: keepaliveSeconds)
@@ -177,6 +188,8 @@ final class MQTTClient: @unchecked Sendable {
             if stopping { return }
             failures += 1
             let wait = backoff.seconds(afterFailures: failures)
+            let dropped = relay?.failure.map(Self.clause)
+            if let dropped { callbacks.dropped(dropped) }
             // The timer is set before the owner hears of the wait, so that whoever acts on the news (a test moving
             // its clock) finds it set.
             let wake = self.wake
@@ -186,7 +199,7 @@ final class MQTTClient: @unchecked Sendable {
                     wake.broadcast()
                 }
             }
-            callbacks.waiting(Self.failureWords(code, errorNumber), wait)
+            callbacks.waiting(dropped ?? Self.failureWords(code, errorNumber), wait)
             wake.withLock {
                 while !stopRequested, !retryDue { wake.wait() }
                 retryDue = false

@@ -68,6 +68,8 @@ final class ClientHandler: ChannelInboundHandler {
     private static let versionLine = Wire.line(VersionMessage(release: stepdRelease))
     private let responder: ClientResponder
     private let limits: ClientLimits
+    /// What the replies of every client hold together; each write counts in it until the socket takes it.
+    private let budget: ReplyBudget
     private(set) var state = State.connecting
     /// Request lines read and not yet answered, oldest first.
     private var waiting = CircularBuffer<LineFrame>()
@@ -77,9 +79,10 @@ final class ClientHandler: ChannelInboundHandler {
     /// unsent when it was armed, to tell a slow reader from one that reads nothing.
     private var stall: (timer: Scheduled<Void>, unsentBytes: Int)?
 
-    init(responder: ClientResponder, limits: ClientLimits) {
+    init(responder: ClientResponder, limits: ClientLimits, budget: ReplyBudget) {
         self.responder = responder
         self.limits = limits
+        self.budget = budget
     }
 
     /// Whether the handler wants more input: only when nothing waits and the client has read its replies, so
@@ -198,6 +201,11 @@ final class ClientHandler: ChannelInboundHandler {
         case .dispatching, .awaitingReply: break
         case .idle, .serving, .streaming: return assertionFailure("a reply without a request in flight")
         }
+        var reply = reply
+        // A line longer than the connection's budget goes out as the client reads, like a document.
+        if case .line(let data) = reply, data.count > limits.maximumUnsentBytes {
+            reply = .document(LinePieces(data, budget: budget))
+        }
         switch reply {
         case .line(let data):
             write(data, context: context)
@@ -235,10 +243,14 @@ final class ClientHandler: ChannelInboundHandler {
             }
             switch pieces.next(allocator: context.channel.allocator, ready: resume) {
             case .piece(let piece):
-                context.write(wrapOutboundOut(piece), promise: nil)
+                budget.write(piece, context: context, flush: false)
                 written += 1
             case .later:
                 return context.flush()
+            case .failed(let reason):
+                context.flush()
+                if case .open(let session, _, _) = state { responder.replyFailed(session, reason: reason) }
+                return close(context: context)
             case .end:
                 context.flush()
                 document = nil
@@ -273,6 +285,7 @@ final class ClientHandler: ChannelInboundHandler {
         case .closing, .closed: return
         }
         waiting.removeAll()
+        document?.discard()
         document = nil
         disarmStall()
         context.close(promise: nil)
@@ -287,6 +300,7 @@ final class ClientHandler: ChannelInboundHandler {
         }
         state = .closed
         waiting.removeAll()  // a closed client's queued work is dropped, never computed
+        document?.discard()
         document = nil
         disarmStall()
         return session
@@ -294,15 +308,18 @@ final class ClientHandler: ChannelInboundHandler {
 
     // MARK: A client that reads nothing
 
-    /// What the daemon holds for a client that does not read: more requests than the limit, or a document
-    /// made from data of its own.
+    /// What the daemon holds for a client that does not read: more requests than the limit, a document made
+    /// from data of its own, or any document while the replies of all clients hold the whole ReplyBudget.
     private var holdsWork: Bool {
         guard case .open(_, let phase, _) = state else { return false }
-        return (phase == .streaming && document?.holdsOwnData == true) || waiting.count > limits.maximumRequestsInFlight
+        return (phase == .streaming && (document?.holdsOwnData == true || !budget.hasRoom))
+            || waiting.count > limits.maximumRequestsInFlight
     }
 
+    /// A document being written is watched even while it holds no work: the budget may fill meanwhile.
     private func watchForStall(context: ChannelHandlerContext) {
-        guard stall == nil, !context.channel.isWritable, holdsWork else { return }
+        guard stall == nil, !context.channel.isWritable else { return }
+        guard holdsWork || { if case .open(_, .streaming, _) = state { return true } else { return false } }() else { return }
         armStall(unsentBytes: unsentBytes(context), context: context)
     }
 
@@ -325,8 +342,12 @@ final class ClientHandler: ChannelInboundHandler {
     private func stallTimeoutFired(context: ChannelHandlerContext) {
         guard let armed = stall else { return }
         stall = nil
-        guard case .open(let session, let phase, _) = state, !context.channel.isWritable, holdsWork else { return }
+        guard case .open(let session, let phase, _) = state, !context.channel.isWritable else { return }
         let unsent = unsentBytes(context)
+        if !holdsWork {
+            if phase == .streaming { armStall(unsentBytes: unsent, context: context) }
+            return
+        }
         if unsent < armed.unsentBytes { return armStall(unsentBytes: unsent, context: context) }
         let seconds = Int(limits.stallTimeout.nanoseconds / 1_000_000_000)
         let reason: ClientLimitError = phase == .streaming

@@ -11,6 +11,8 @@ protocol ClientResponder: AnyObject {
     func clientDisconnected(_ session: ClientSession)
     /// The client is being closed for what it made the daemon hold; the responder counts and logs it.
     func clientOverLimit(_ session: ClientSession, reason: ClientLimitError)
+    /// A long reply could not be finished and the client is being closed; the responder logs why.
+    func replyFailed(_ session: ClientSession, reason: String)
     /// Answers one request: at once, or later from another queue (hopping back to the event loop).
     func handle(_ request: Request, from session: ClientSession, reply: @escaping (Reply) -> Void)
 }
@@ -33,12 +35,55 @@ protocol ReplyPieces: AnyObject {
     /// The next piece, `.later` while it is being made (then `ready` is called on the event loop when it is),
     /// or `.end` when the line, its newline included, is out.
     func next(allocator: ByteBufferAllocator, ready: @escaping @Sendable () -> Void) -> ReplyPiece
+    /// The connection closed before the end: give back what the reply holds.
+    func discard()
+}
+
+extension ReplyPieces {
+    func discard() {}
 }
 
 enum ReplyPiece {
     case piece(ByteBuffer)
     case later
     case end
+    /// The rest cannot be made (the stored range could not be read to its end): the connection is closed, so
+    /// that the client sees a cut line rather than a whole one that lies.
+    case failed(String)
+}
+
+/// A reply line longer than a connection's budget (a week of minute bins, thousands of stays), written a slice
+/// at a time as the client reads it. It was made whole, so it counts in the ReplyBudget until it is out, and a
+/// client that reads none of it is closed like one that leaves a stored track unread.
+final class LinePieces: ReplyPieces {
+    static let sliceBytes = 16 * 1024
+    let holdsOwnData = true
+    private let line: Data
+    private var offset = 0
+    private var charged: Int
+    private let budget: ReplyBudget
+
+    init(_ line: Data, budget: ReplyBudget) {
+        self.line = line
+        self.budget = budget
+        charged = line.count
+        budget.charge(charged)
+    }
+
+    func next(allocator: ByteBufferAllocator, ready: @escaping @Sendable () -> Void) -> ReplyPiece {
+        guard offset < line.count else {
+            discard()
+            return .end
+        }
+        let end = min(line.count, offset + Self.sliceBytes)
+        defer { offset = end }
+        return .piece(allocator.buffer(bytes: line[(line.startIndex + offset)..<(line.startIndex + end)]))
+    }
+
+    func discard() {
+        budget.release(charged)
+        charged = 0
+    }
 }
 
 /// Why a connection is refused at once, with an ERROR that says so.

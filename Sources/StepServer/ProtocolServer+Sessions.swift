@@ -67,6 +67,11 @@ extension ProtocolServer: ClientResponder {
                       "closed a client (\(session.who)): \(reason)")
     }
 
+    func replyFailed(_ session: ClientSession, reason: String) {
+        loop.assertInEventLoop()
+        clientLog.log(.warning, cause: "reply failed", "closed a client (\(session.who)) in the middle of a reply: \(reason)")
+    }
+
     /// After a burst of clients, glibc keeps the freed buffers of their channels in its arenas; a second after
     /// the last client is gone, give those pages back so that the daemon's memory is what it was before the
     /// burst. Not at once: during a connection flood the daemon is empty between most connections, and a

@@ -54,6 +54,8 @@ public final class ProtocolServer: Sendable {
         /// A watcher that has let this much output pile up unread in the daemon is dropped (gpsd does the same);
         /// for any client, no reply is started while this much is unread.
         public var maximumUnsentBytes = 64 * 1024
+        /// The reply bytes held for all clients together (ReplyBudget): past it, long replies wait.
+        public var maximumBufferedReplyBytes = 16 * 1024 * 1024
         /// Members of this group may `reset`, besides root and the daemon's own user.
         public var adminGroup: String?
         public init(socketPath: String) { self.socketPath = socketPath }
@@ -68,6 +70,7 @@ public final class ProtocolServer: Sendable {
     let startedAt: Double
     let access: AccessPolicy
     let anyoneWatching = NIOLockedValueBox(false)
+    let replyBudget: ReplyBudget
     /// What the thread that starts and stops the server sets.
     private struct Setup {
         var channel: Channel?
@@ -154,6 +157,7 @@ public final class ProtocolServer: Sendable {
         clientLog = RateLimitedLog(logger: logger)
         loop = group.next()
         onLoop = .makeEmptyBox(eventLoop: loop)
+        replyBudget = ReplyBudget(limitBytes: configuration.maximumBufferedReplyBytes, loop: loop)
         access = AccessPolicy(adminGroup: configuration.adminGroup.flatMap(AccessPolicy.groupID(named:)))
         if let name = configuration.adminGroup, access.adminGroup == nil {
             logger.warning("admin group '\(name)' does not exist; only root and the daemon's user may reset")
@@ -229,12 +233,16 @@ public final class ProtocolServer: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(
                         ByteToMessageHandler(LineFrameDecoder(maximumLength: limits.maximumLineLength)))
-                    try channel.pipeline.syncOperations.addHandler(ClientHandler(responder: self, limits: limits))
+                    try channel.pipeline.syncOperations.addHandler(ClientHandler(responder: self, limits: limits,
+                                                                                  budget: replyBudget))
                 }
             }
     }
 
-    public func stop() {
+    /// Stops accepting and closes every client. With `keepingEventLoop`, the loop still runs afterwards, so that
+    /// replies the store's readers and the engine are finishing can still hop onto it (they are dropped there,
+    /// their clients gone); `shutDownEventLoop` ends it once those are stopped. Without, it ends here too.
+    public func stop(keepingEventLoop: Bool = false) {
         let (channel, boundSocket) = setup.withLock { ($0.channel, $0.boundSocket) }
         try? channel?.close().wait()
         try? loop.submit { [self] in memoryTrim?.cancel() }.wait()
@@ -245,6 +253,14 @@ public final class ProtocolServer: Sendable {
         if let boundSocket, SocketIdentity(path: configuration.socketPath) == boundSocket {
             unlink(configuration.socketPath)
         }
+        if !keepingEventLoop { shutDownEventLoop() }
+    }
+
+    /// Ends the event loop: after the store has closed (its readers done) and the engine has drained, the last
+    /// ones that hop onto it, so that none schedules work on a loop that is gone (which SWIFTNIO_STRICT makes
+    /// a crash). Track pieces being made finish first: their maker hops onto the loop too.
+    public func shutDownEventLoop() {
+        TrackReply.waitForPiecesInFlight()
         try? group.syncShutdownGracefully()
     }
 

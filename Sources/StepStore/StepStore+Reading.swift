@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import GRDB
+import StepProcessing
 
 /// Reading history back. Pending steps are committed first on the store's queue (so history never lags
 /// STEPS), then the read runs on `readers`: a WAL reader sees the last commit and never holds the next one
@@ -26,6 +27,54 @@ extension StepStore {
     public func trackPoints(from: Date, to: Date,
                             completion: @escaping @Sendable (Result<[StoredTrackPoint], StoreError>) -> Void) {
         read(completion: completion) { [self] database in try readTrackPoints(database, from: from, to: to) }
+    }
+
+    /// What a track export of [from, to) will hold, counted in one pass that keeps no point: the points the
+    /// path accepts, their first and last times, and the path's length. The points themselves are read a page at
+    /// a time as the document is written (`trackPage`).
+    package func trackSummary(from: Date, to: Date, configuration: TrackBuilder.Configuration,
+                      completion: @escaping @Sendable (Result<StoredTrackSummary, StoreError>) -> Void) {
+        read(completion: completion) { [self] database in
+            guard from < to else { throw StoreError.emptyRange(from: from, to: to) }
+            let limit = Self.maximumTrackPoints
+            return try wrapRead {
+                try database.read { db in
+                    var summary = StoredPath.Summary(configuration: configuration)
+                    var rows = 0
+                    let cursor = try Row.fetchCursor(db, sql: "\(Self.trackSelect) WHERE time >= ? AND time < ? ORDER BY time, rowid",
+                                                     arguments: [from.timeIntervalSince1970, to.timeIntervalSince1970])
+                    while let row = try cursor.next() {
+                        rows += 1
+                        guard rows <= limit else { throw StoreError.tooManyRows(what: "track points", limit: limit) }
+                        if rows % 4096 == 0 { try checkReadable() }
+                        summary.add(Self.trackPoint(row))
+                    }
+                    return summary.stored
+                }
+            }
+        }
+    }
+
+    /// Up to `limit` saved track points in [from, to) after `key` (or from the start when nil), in the order
+    /// `trackSummary` counts them, with the key to ask for the next page. Read without committing pending
+    /// steps first: the summary did, and a page must not wait behind the store's queue.
+    func trackPage(from: Date, to: Date, after key: TrackPageKey?, limit: Int) throws -> (points: [StoredTrackPoint], last: TrackPageKey?) {
+        try leased { database in
+            try wrapRead {
+                try database.read { db in
+                    let keyed = key.map { _ in "AND (time > ? OR (time = ? AND rowid > ?))" } ?? ""
+                    var arguments: StatementArguments = [from.timeIntervalSince1970, to.timeIntervalSince1970]
+                    if let key { arguments += [key.time, key.time, key.rowID] }
+                    arguments += [limit]
+                    let page = try Row.fetchAll(db, sql: """
+                        SELECT time, latitude_deg, longitude_deg, altitude_msl_m, eph_m, mode, satellites_used, rowid
+                        FROM track_point WHERE time >= ? AND time < ? \(keyed) ORDER BY time, rowid LIMIT ?
+                        """, arguments: arguments)
+                    let last = page.last.map { TrackPageKey(time: $0[0], rowID: $0[7]) }
+                    return (page.map(Self.trackPoint), last)
+                }
+            }
+        }
     }
 
     /// The saved stays that overlap [from, to), oldest first.
@@ -100,7 +149,7 @@ extension StepStore {
     }
 
     /// Runs `body` on the pool under a lease: the store closes no pool a read holds.
-    private func leased<T>(_ body: (DatabasePool) throws -> T) throws -> T {
+    func leased<T>(_ body: (DatabasePool) throws -> T) throws -> T {
         try checkReadable()
         guard let database = leases.lease() else { throw unavailable() }
         defer { leases.release() }
@@ -163,11 +212,11 @@ extension StepStore {
         }
     }
 
-    private static let trackSelect = """
+    static let trackSelect = """
         SELECT time, latitude_deg, longitude_deg, altitude_msl_m, eph_m, mode, satellites_used FROM track_point
         """
 
-    private static func trackPoint(_ row: Row) -> StoredTrackPoint {
+    static func trackPoint(_ row: Row) -> StoredTrackPoint {
         StoredTrackPoint(time: Date(timeIntervalSince1970: row[0]), latitudeDegrees: row[1], longitudeDegrees: row[2],
                          altitudeMSLMeters: row[3], ephMeters: row[4], mode: row[5], satellitesUsed: row[6])
     }

@@ -153,6 +153,10 @@ public final class StepStore: Sendable {
         leases.interrupt()
         let saved = queue.sync { onQueue { $0.close() } }
         inbox.withLockedValue { $0.backstop?.cancel() }
+        // The reads posted before the stop are on `readers` now (posted from this queue, which is done): each
+        // gives up at once and answers; waiting for them lets whoever they answer (the socket server's event
+        // loop) stop after them.
+        readers.waitUntilAllOperationsAreFinished()
         return saved
     }
 

@@ -106,6 +106,10 @@ struct Run: ParsableCommand {
         if let demoState {
             parts.append(Lifecycle.Part("the demo's state directory", stop: { demoState.remove(announce: served.value == true) }))
         }
+        let server = Held<ProtocolServer>()
+        // Started before the store so that it stops after it: the socket server's event loop outlives the store's
+        // readers and the engine, whose last replies hop onto it.
+        parts.append(Lifecycle.Part("socket server's event loop", stop: { server.value?.shutDownEventLoop() }))
         // The last commit is what SIGTERM must not lose: the longest budget of all.
         parts.append(Lifecycle.Part("store", stopBudgetSeconds: 8, start: { try runtime.openStore() },
                                     stop: { runtime.closeStore(announce: served.value == true) }))
@@ -123,7 +127,6 @@ struct Run: ParsableCommand {
                 engine.unregister(fleet)
             }))
         }
-        let server = Held<ProtocolServer>()
         let socketPath = Held<String>()
         parts.append(Lifecycle.Part("socket server", start: { [self] in
             let passed: (descriptor: CInt, path: String?)?
@@ -143,7 +146,7 @@ struct Run: ParsableCommand {
         }, stop: {
             guard let serving = server.value else { return }
             engine.unregister(serving)
-            serving.stop()
+            serving.stop(keepingEventLoop: true)
         }))
         parts.append(Lifecycle.Part("accelerometer", start: { source.start(sink: engine) }, stop: { source.source.stop() }))
         parts.append(Lifecycle.Part("barometer", start: {

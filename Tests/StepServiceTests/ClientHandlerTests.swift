@@ -218,8 +218,9 @@ final class ClientHandlerTests: XCTestCase {
     // MARK: Helpers
 
     private func connect() throws -> (EmbeddedChannel, ClientHandler) {
-        let handler = ClientHandler(responder: daemon, limits: limits)
         let channel = EmbeddedChannel()
+        let handler = ClientHandler(responder: daemon, limits: limits,
+                                    budget: ReplyBudget(limitBytes: 16 << 20, loop: channel.eventLoop))
         try channel.pipeline.syncOperations.addHandler(
             ByteToMessageHandler(LineFrameDecoder(maximumLength: limits.maximumLineLength)))
         try channel.pipeline.syncOperations.addHandler(handler)

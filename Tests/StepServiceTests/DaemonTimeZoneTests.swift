@@ -46,14 +46,43 @@ final class DaemonTimeZoneTests: XCTestCase {
         XCTAssertEqual(calendar.startOfDay(for: noon).timeIntervalSince1970, 1_768_478_400 - 13 * 3600)
     }
 
-    /// DST rules of its own: the offset the C library gives now, and a warning that says so (never UTC silently).
-    func testRulesOfItsOwnTakeTheCLibrarysOffsetNowAndWarn() {
+    /// DST rules of its own follow the C library through the year: the zone's offset is localtime_r's at every
+    /// hour of two years, and midnight on a summer day and a winter day is the local one (before: the offset at
+    /// start, all year, so after the clocks changed "today" began an hour off).
+    func testRulesOfItsOwnFollowTheCLibrarysChanges() {
         let resolution = resolve("CET-1CEST,M3.5.0,M10.5.0/3")
+        XCTAssertNil(resolution.warning)
+        XCTAssertNotNil(resolution.notice)
+        let zone = resolution.zone
+        var instant = Int(time(nil)) - 365 * 86_400
+        for _ in 0..<(2 * 365 * 24) {
+            var t = time_t(instant)
+            var local = tm()
+            localtime_r(&t, &local)
+            guard zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(instant))) == local.tm_gmtoff else {
+                return XCTFail("\(zone.identifier) differs from the C library at \(instant)")
+            }
+            instant += 3600
+        }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = zone
+        let julyNoon = Date(timeIntervalSince1970: 1_784_203_200)   // 2026-07-16T12:00:00Z, CEST
+        XCTAssertEqual(calendar.startOfDay(for: julyNoon).timeIntervalSince1970, 1_784_203_200 - 14 * 3600)
+        let januaryNoon = Date(timeIntervalSince1970: 1_768_478_400)   // 2026-01-15T12:00:00Z, CET
+        XCTAssertEqual(calendar.startOfDay(for: januaryNoon).timeIntervalSince1970, 1_768_478_400 - 13 * 3600)
+        // Southern rules (Chile-like, summer in January) are followed too.
+        let south = resolve("AEST-10AEDT,M10.1.0,M4.1.0/3").zone
+        XCTAssertEqual(south.secondsFromGMT(for: januaryNoon), 11 * 3600)
+        XCTAssertEqual(south.secondsFromGMT(for: julyNoon), 10 * 3600)
+    }
+
+    /// Rules no zone shares: the offset the C library gives now, and a warning that says so (never UTC silently).
+    func testRulesNoZoneSharesTakeTheCLibrarysOffsetNowAndWarn() {
+        let resolution = resolve("ABC-3XYZ,M1.1.0,M2.1.0")
         var now = time(nil)
         var local = tm()
         localtime_r(&now, &local)
         XCTAssertEqual(resolution.zone.secondsFromGMT(), local.tm_gmtoff)
-        XCTAssertTrue([3600, 7200].contains(resolution.zone.secondsFromGMT()))
-        XCTAssertTrue(resolution.warning?.contains("daylight-saving rules of its own") ?? false)
+        XCTAssertTrue(resolution.warning?.contains("daylight-saving rules no known zone shares") ?? false)
     }
 }

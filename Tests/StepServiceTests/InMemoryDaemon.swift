@@ -33,6 +33,8 @@ final class InMemoryDaemon: ClientResponder {
         sessions[ObjectIdentifier(session.channel)] = nil
     }
 
+    func replyFailed(_ session: ClientSession, reason: String) {}
+
     func clientOverLimit(_ session: ClientSession, reason: ClientLimitError) {
         clientsClosedOverLimit += 1
     }

@@ -1,4 +1,5 @@
 import Foundation
+import StepProtocol
 import XCTest
 
 /// What the socket server owes every client whatever the others do (issue 25): a reply bounded in memory for a
@@ -63,6 +64,117 @@ final class ServerBoundsTests: XCTestCase {
         let status = try observer.request(["cmd": "status"])
         XCTAssertEqual(status["clients"] as? Int, 31, "the 30 and this observer: \(status)")
         XCTAssertEqual(status["closed_clients"] as? Int, 0, "\(status)")
+    }
+
+    /// Issue 39, 1: two users each hold 32 connections that ask for a stored day (`from`, 86,400 points) as GPX
+    /// and never read, reopening each one the daemon closes. The export is read from the store a page at a time as
+    /// the client reads, so each costs its unsent output and a page (before: the day's points, ~11 MB each; the
+    /// daemon grew by hundreds of MB). Root's `status` is answered every time meanwhile, and a reading client
+    /// still gets the whole day.
+    func testNeverReadingStoredRangeExportsOfTwoUsersStayBounded() throws {
+        try Unprivileged.requireTools()
+        let directory = try TemporaryDirectory()
+        let state = directory.file("state")
+        try PreparedHistory.create(state: state, directory: directory)
+        try PreparedHistory.fill(state: state, """
+            rows = ((now - 86400 + i, 48.1 + (i % 600) * 1e-5, 11.5 + i * 1e-5, 520.0, 4.0, "3d", 9) for i in range(86400))
+            db.executemany("INSERT INTO track_point VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+            """)
+        let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--loop", "--no-gps", "--state-dir", state],
+                                directory: directory)
+        Unprivileged.openSocket(daemon)
+        let pid = daemon.process.processIdentifier
+        let observer = try daemon.connect()
+        _ = try observer.request(["cmd": "status"])
+        let baseline = ProcStatus.residentBytes(of: pid)
+        let attackers = try [Unprivileged.nobody, Unprivileged.nobody - 1].map {
+            try Unprivileged.Running(["stored-exports", daemon.socketPath, "32", "8"], uid: $0)
+        }
+        var peak = baseline, asked = 0
+        while attackers.contains(where: { $0.process.isRunning }) {
+            XCTAssertEqual(try observer.request(["cmd": "status", "id": asked])["id"] as? Int, asked)
+            asked += 1
+            peak = max(peak, ProcStatus.residentBytes(of: pid))
+            usleep(50_000)
+        }
+        let results = try attackers.map { try $0.readLine() }
+        let track = try Self.reply(to: #"{"cmd":"track","format":"gpx","from":"2000-01-01T00:00:00Z","id":"whole"}"#,
+                                   at: daemon.socketPath)
+        peak = max(peak, ProcStatus.residentBytes(of: pid))
+        let status = try observer.request(["cmd": "status"])
+        print("2 users x 32 never-reading stored-range GPX exports of 86,400 points: \(results); RSS \(baseline >> 20) MB "
+              + "before, peak \(peak >> 20) MB; \(asked) status answers; closed_clients \(status["closed_clients"] ?? "?")")
+        XCTAssertGreaterThan(asked, 10)
+        XCTAssertEqual(track["id"] as? String, "whole")
+        XCTAssertEqual(track["points"] as? Int, 86_400)
+        let document = track["document"] as? String ?? ""
+        XCTAssert(document.hasPrefix("<?xml") && document.hasSuffix("</gpx>\n"), String(document.suffix(100)))
+        XCTAssertEqual(document.components(separatedBy: "<trkpt ").count - 1, 86_400)
+        XCTAssertLessThan(peak - baseline, 40 << 20, "RSS rose from \(baseline >> 20) MB to \(peak >> 20) MB")
+        if isRelease { XCTAssertLessThan(peak, 80 << 20) }
+    }
+
+    /// Issue 39, 1 (every large reply): a week of minute bins is a 1.5 MB `history` line. 20 connections ask for
+    /// it and never read: each line goes out 16 KiB at a time as a document does, so a client that reads none of
+    /// it for 3 s is closed and its line dropped (before: each kept its whole line for as long as it stayed
+    /// connected, never closed). A reading client still gets the whole week.
+    func testNeverReadHistoryLinesAreClosedAfterTheirTimeout() throws {
+        let directory = try TemporaryDirectory()
+        let state = directory.file("state")
+        try PreparedHistory.create(state: state, directory: directory)
+        try PreparedHistory.fill(state: state, """
+            first = int(now // 60) - 7 * 1440 + 10
+            db.executemany("INSERT OR IGNORE INTO minute_bin (minute, steps, distance_m) VALUES (?, 40, 28.0)",
+                           ((first + m,) for m in range(7 * 1440 - 20)))
+            """)
+        let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--loop", "--no-gps", "--state-dir", state],
+                                directory: directory)
+        let observer = try daemon.connect()
+        let from = Timestamp.string(Date().addingTimeInterval(-7 * 86_400 + 60))
+        let request = "{\"cmd\":\"history\",\"bin\":\"minute\",\"from\":\"\(from)\",\"id\":\"week\"}"
+        var silent: [Int32] = []
+        defer { silent.forEach { Glibc.close($0) } }
+        for _ in 0..<20 {
+            let fd = try Self.connectNeverReading(daemon.socketPath)
+            silent.append(fd)
+            let bytes = Array((request + "\n").utf8)
+            XCTAssertEqual(send(fd, bytes, bytes.count, Int32(MSG_NOSIGNAL)), bytes.count)
+        }
+        var status: [String: Any] = [:]
+        try pollUntil("the 20 silent clients closed", timeout: 60, every: 0.2, detail: "\(status)") {
+            status = try observer.request(["cmd": "status"])
+            return status["closed_clients"] as? Int == 20
+        }
+        XCTAssertEqual(status["clients"] as? Int, 1, "\(status)")
+        let week = try Self.reply(to: request, at: daemon.socketPath)
+        XCTAssertGreaterThanOrEqual((week["bins"] as? [Any])?.count ?? 0, 7 * 1440 - 20, "the week, and the replay's own minutes")
+        XCTAssertTrue(daemon.log.contains("none of it was read for 3 s"), daemon.log)
+    }
+
+    /// A stored range's GeoJSON, read a page at a time, is the same document the path in memory gives when both
+    /// hold the same points (positions and times are two passes over the pages).
+    func testAStoredRangesGeoJSONListsEveryPointOnceInEachPass() throws {
+        let directory = try TemporaryDirectory()
+        let state = directory.file("state")
+        try PreparedHistory.create(state: state, directory: directory)
+        try PreparedHistory.fill(state: state, """
+            rows = [(now - 3000 + i, 48.1 + i * 1e-4, 11.5, None, 3.0, "2d", 5) for i in range(2000)]
+            rows += [(now - 3000 + 1000, 48.2, 11.6, None, 3.0, "2d", 5)]  # two points at one time: each listed once
+            db.executemany("INSERT INTO track_point VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+            """)
+        let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--loop", "--no-gps", "--state-dir", state],
+                                directory: directory)
+        let track = try Self.reply(to: #"{"cmd":"track","from":"2000-01-01T00:00:00Z","id":1}"#, at: daemon.socketPath)
+        XCTAssertEqual(track["points"] as? Int, 2001)
+        let document = try XCTUnwrap(track["document"] as? String)
+        let geo = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(document.utf8)) as? [String: Any])
+        let coordinates = try XCTUnwrap((geo["geometry"] as? [String: Any])?["coordinates"] as? [[Double]])
+        let properties = try XCTUnwrap(geo["properties"] as? [String: Any])
+        XCTAssertEqual(coordinates.count, 2001)
+        XCTAssertEqual((properties["times"] as? [String])?.count, 2001)
+        XCTAssertEqual(properties["distance_m"] as? Double, track["distance_m"] as? Double)
+        XCTAssertGreaterThan(track["distance_m"] as? Double ?? 0, 20_000)
+        _ = daemon
     }
 
     /// docs/protocol.md: a client may pipeline as many requests as it likes provided it reads the replies.

@@ -52,6 +52,43 @@ final class StoreLoadTests: XCTestCase {
         XCTAssertTrue(daemon.log.contains(" saved to "), daemon.log)
     }
 
+    /// Issue 39, 8: SIGTERM while 48 connections wait for history and a stored track: the readers answer after
+    /// the server has stopped, onto an event loop that must still run (before: swift-nio's "Cannot schedule tasks
+    /// on an EventLoop that has already shut down", a crash with SWIFTNIO_STRICT=1, which NIO will make the default).
+    func testSigtermWithReadsInFlightSchedulesNothingOnAStoppedEventLoop() throws {
+        let directory = try TemporaryDirectory()
+        let state = directory.file("state")
+        try PreparedHistory.create(state: state, directory: directory)
+        try PreparedHistory.fill(state: state, """
+            first = int(now // 60) - 400 * 1440
+            db.executemany("INSERT OR IGNORE INTO minute_bin (minute, steps, distance_m) VALUES (?, 40, 28.0)",
+                           ((first + d * 1440 + 420 + m,) for d in range(400) for m in range(14 * 60)))
+            rows = ((now - 86400 + i, 48.1 + (i % 600) * 1e-5, 11.5 + i * 1e-5, 520.0, 4.0, "3d", 9) for i in range(86400))
+            db.executemany("INSERT INTO track_point VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+            """)
+        for round in 0..<3 {
+            let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--speed", "4", "--loop", "--no-gps",
+                                                "--state-dir", state], directory: directory,
+                                    environment: ["SWIFTNIO_STRICT": "1"])
+            let tenYears = Timestamp.string(Date().addingTimeInterval(-3650 * 86_400))
+            var clients: [SocketClient] = []
+            for i in 0..<48 {
+                let client = try daemon.connect()
+                let request: [String: Any] = i % 3 == 2
+                    ? ["cmd": "track", "format": "gpx", "from": "2000-01-01T00:00:00Z"]
+                    : ["cmd": "history", "bin": "day", "from": tenYears]
+                let data = try JSONSerialization.data(withJSONObject: request)
+                try client.sendLine(String(decoding: data, as: UTF8.self))
+                clients.append(client)
+            }
+            let first = try clients[0].readObject()
+            XCTAssertEqual(first["class"] as? String, "HISTORY", "\(first)")
+            XCTAssertEqual(daemon.terminate(), 0, "round \(round): \(daemon.log)")
+            XCTAssertFalse(daemon.log.contains("Cannot schedule tasks"), "round \(round): \(daemon.log)")
+            XCTAssertTrue(daemon.log.contains(" saved to "), daemon.log)
+        }
+    }
+
     func testStepEventsKeepFlowingDuringThreeConcurrentExportsOfAnEightyThousandPointTrack() throws {
         let directory = try TemporaryDirectory()
         let state = directory.file("state")

@@ -34,6 +34,8 @@ int cmosq_connect_async(cmosq_client *client, const char *host, int port, int ke
 /// One pass of mosquitto_loop (network I/O, keepalive, callbacks), waiting up to `timeout_ms`; not
 /// MOSQ_ERR_SUCCESS once the connection has failed or closed (`error_number`: errno, for MOSQ_ERR_ERRNO).
 int cmosq_loop(cmosq_client *client, int timeout_ms, int *error_number);
+/// mosquitto_socket: the connection's socket descriptor (-1 without one), valid until the connection ends.
+int cmosq_socket(cmosq_client *client);
 /// Sends DISCONNECT (so no last will); the loop then ends the connection.
 int cmosq_disconnect(cmosq_client *client);
 

@@ -17,21 +17,27 @@ extension ProtocolServer {
         guard let format = TrackFormat(rawValue: name.lowercased()) else {
             throw RequestError.badField(name: "format", expected: TrackFormat.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: " or "))
         }
-        let send: @Sendable ([TrackPoint], Double, Bool) -> Void = { points, distanceMeters, own in
-            let document = TrackReply(points: points, distanceMeters: distanceMeters, format: format, id: id,
-                                      holdsOwnData: own, loop: loop)
-            loop.execute { reply.value(.document(document)) }
-        }
+        let budget = replyBudget
         guard let range = try StoredRange(request, now: engine.clock.now) else {
-            return engine.trackPath { points, distanceMeters in send(points, distanceMeters, false) }  // shared
+            return engine.trackPath { points, distanceMeters in  // shared with the engine: no copy of its own
+                let summary = StoredTrackSummary(points: points.count, start: points.first?.time, end: points.last?.time,
+                                                 distanceMeters: distanceMeters)
+                let document = TrackReply(points: points, summary: summary, format: format, id: id, holdsOwnData: false,
+                                          budget: budget, loop: loop)
+                loop.execute { reply.value(.document(document)) }
+            }
         }
         let store = try storeForRequest()
         let configuration = engine.configuration.location.track
-        store.trackPoints(from: range.from, to: range.to) { result in
+        // Counted first, then read a page at a time as the client reads the document.
+        store.trackSummary(from: range.from, to: range.to, configuration: configuration) { result in
             switch result {
-            case .success(let stored):
-                let path = StoredPath.track(stored, configuration: configuration)
-                send(path.points, path.distanceMeters, true)
+            case .success(let summary):
+                let pages = StoredTrackPages(store: store, from: range.from, to: range.to, summary: summary,
+                                             configuration: configuration)
+                let document = TrackReply(points: pages, summary: summary, format: format, id: id, holdsOwnData: true,
+                                          budget: budget, loop: loop)
+                loop.execute { reply.value(.document(document)) }
             case .failure(let error):
                 let line = Wire.line(ErrorMessage(error, id: id))
                 loop.execute { reply.value(.line(line)) }
@@ -43,8 +49,9 @@ extension ProtocolServer {
 /// A TRACK line made as it is written: the message's fields as Wire encodes them, then the document a piece
 /// at a time, escaped as a JSON string, then the rest. Each piece is made on a utility queue while the client
 /// reads the one before, so neither the event loop nor the processing queue spends the seconds a day's GPX
-/// takes, and the daemon holds the path (shared with the engine's copy when it is the path in memory) and a
-/// piece, never the document.
+/// takes, and the daemon holds a piece and the points it is made from: the path in memory (shared with the
+/// engine), or one page of a stored range (StoredTrackPages), never the document or a stored day. No piece is
+/// made while the replies of all clients hold the whole ReplyBudget.
 final class TrackReply: ReplyPieces, Sendable {
     /// Document text per piece: a few milliseconds of work, few writes for a fast reader.
     static let pieceBytes = 16 * 1024
@@ -52,6 +59,7 @@ final class TrackReply: ReplyPieces, Sendable {
     /// the event loop and the processing queue keep the other.
     private static let queue = DispatchQueue(label: "stepd.track-pieces", qos: .utility)
     private let loop: EventLoop
+    private let budget: ReplyBudget
     let holdsOwnData: Bool
 
     /// Where the line is; only on `loop`.
@@ -62,16 +70,20 @@ final class TrackReply: ReplyPieces, Sendable {
         var made: [UInt8]?
         var making = false
         var finished = false
+        /// Why the document could not be finished (its stored range could not be read to the end).
+        var failure: String?
         var whenMade: (@Sendable () -> Void)?
     }
     private let progress: NIOLoopBoundBox<Progress>
     /// Taken by the one job making a piece (`making`), and on the loop to drop it once the document is made.
     private let writer: Locked<TrackDocumentWriter?>
 
-    init(points: [TrackPoint], distanceMeters: Double, format: TrackFormat, id: JSONValue?, holdsOwnData: Bool,
-         loop: EventLoop) {
+    init(points: any TrackPointSource, summary: StoredTrackSummary, format: TrackFormat, id: JSONValue?,
+         holdsOwnData: Bool, budget: ReplyBudget, loop: EventLoop) {
         self.loop = loop
+        self.budget = budget
         self.holdsOwnData = holdsOwnData
+        let distanceMeters = summary.distanceMeters
         let documentFormat: TrackDocumentWriter.Format
         switch format {
         case .geojson: documentFormat = .geoJSON
@@ -81,8 +93,8 @@ final class TrackReply: ReplyPieces, Sendable {
                                          time: Timestamp.string)
         // The message with a marker for the document: what comes before the marker is the head, after it the tail.
         var message = TrackMessage(format: format.rawValue, distance_m: (distanceMeters * 10).rounded() / 10,
-                                   points: points.count, start: points.first.map { Timestamp.string($0.time) },
-                                   end: points.last.map { Timestamp.string($0.time) }, document: "\u{1}document", id: id)
+                                   points: summary.points, start: summary.start.map(Timestamp.string),
+                                   end: summary.end.map(Timestamp.string), document: "\u{1}document", id: id)
         let line = Wire.line(message)
         var progress = Progress()
         if let range = line.firstRange(of: Data("\\u0001document".utf8)) {
@@ -91,7 +103,7 @@ final class TrackReply: ReplyPieces, Sendable {
             self.writer = Locked(writer)
         } else {
             // Only if the encoder escaped the marker some other way: the line whole rather than a broken one.
-            message.document = writer.whole()
+            message.document = (try? writer.whole()) ?? ""
             progress.head = Wire.line(message)
             progress.finished = true
             self.writer = Locked(nil)
@@ -112,6 +124,7 @@ final class TrackReply: ReplyPieces, Sendable {
             startMaking()
             return .piece(allocator.buffer(bytes: made))
         }
+        if let failure = progress.value.failure { return .failed(failure) }
         if !progress.value.finished {
             progress.value.whenMade = ready
             startMaking()
@@ -124,24 +137,39 @@ final class TrackReply: ReplyPieces, Sendable {
         return .end
     }
 
-    /// Makes the next piece on the utility queue, unless one is made or being made.
+    /// Returns once the pieces being made are made (and hopped onto their loop): at stop, before the loop ends.
+    static func waitForPiecesInFlight() {
+        queue.sync {}
+    }
+
+    /// Makes the next piece on the utility queue, unless one is made or being made, once the budget has room.
     private func startMaking() {
         guard !progress.value.making, !progress.value.finished, progress.value.made == nil else { return }
         progress.value.making = true
-        Self.queue.async { [self] in
-            let piece = writer.withLock { $0?.next(minimumBytes: Self.pieceBytes) }.map(Self.escaped)
-            loop.execute { [self] in
-                progress.value.making = false
-                if let piece {
-                    progress.value.made = piece
-                } else {
-                    progress.value.finished = true
-                    writer.withLock { $0 = nil }
-                }
-                let ready = progress.value.whenMade
-                progress.value.whenMade = nil
-                ready?()
+        budget.whenRoom { [self] in
+            Self.queue.async { [self] in make() }
+        }
+    }
+
+    private func make() {
+        let piece = writer.withLock { writer in Result { try writer?.next(minimumBytes: Self.pieceBytes) } }
+            .map { $0.map(Self.escaped) }
+        loop.execute { [self] in
+            progress.value.making = false
+            switch piece {
+            case .success(let piece?):
+                progress.value.made = piece
+            case .success(nil):
+                progress.value.finished = true
+                writer.withLock { $0 = nil }
+            case .failure(let error):
+                progress.value.failure = "\(error)"
+                progress.value.finished = true
+                writer.withLock { $0 = nil }
             }
+            let ready = progress.value.whenMade
+            progress.value.whenMade = nil
+            ready?()
         }
     }
 

@@ -25,7 +25,7 @@ BOUT = dict(confirm=6, min_interval=0.28, max_interval=1.5, min_period_fraction=
             missed_min_periods=1.6, missed_max_periods=2.4, rhythm_min_periods=1.0, rhythm_max_periods=2.2,
             rhythm_amplitude_fraction=0.2, short_bout=4, short_tolerance=0.15, short_amplitude_spread=2.0,
             initiation=True, initiation_min_periods=0.9, initiation_max_periods=1.5, gate_open_from_cycle=2)
-GATE = dict(vertical_share=0.07, band_share=0.2, band_share_per_turn=0.2, shock_relief=1.0, energy_s=2.0, band_share_s=4.0,
+GATE = dict(vertical_share=0.07, band_share=0.2, band_share_per_turn=0.2, shock_relief=2.0, energy_s=2.0, band_share_s=4.0,
             turn_s=2.0, gravity_s=0.25, shock_hz=4.0, dropout_s=0.5, bout_closed_s=4.0)
 
 
@@ -83,13 +83,13 @@ def gate_open(uniform, band):
     gravity = np.column_stack([ema(uniform[:, i], g['gravity_s'], uniform[0, i]) for i in range(3)])
     direction = gravity / np.linalg.norm(gravity, axis=1, keepdims=True)
     turn = ema(np.r_[0, np.linalg.norm(np.diff(direction, axis=0), axis=1) * RATE_HZ], g['turn_s'])
-    # vertical_slow >= (share + per_turn * turn / (1 + relief * shock / vertical)) * band_slow, multiplied through
-    # by (vertical + relief * shock) > 0, as WalkingGate computes it (no division)
-    v = vertical + 1e-9
-    discounted = v + g['shock_relief'] * shock_energy
+    # vertical_slow >= (share + per_turn * turn / (1 + relief * (shock / vertical)^3)) * band_slow, multiplied
+    # through by (vertical^3 + relief * shock^3) > 0, as WalkingGate computes it (no division)
+    v3 = (vertical + 1e-9) ** 3
+    discounted = v3 + g['shock_relief'] * shock_energy ** 3
     return ((vertical >= g['vertical_share'] * motion)
             & (ema(band ** 2, g['band_share_s']) * discounted
-               >= (g['band_share'] * discounted + g['band_share_per_turn'] * turn * v)
+               >= (g['band_share'] * discounted + g['band_share_per_turn'] * turn * v3)
                * ema((in_band ** 2).sum(axis=1), g['band_share_s'])))
 
 

@@ -39,9 +39,25 @@ final class WalkingGateTests: XCTestCase {
         }
     }
 
+    /// A phone in a trouser pocket: the thigh swings it ±34° once a stride (gravity turns between y and z at about
+    /// 1.3 rad/s, as fast as a wrist combing hair), the body bounces it at the step rate, and each heel strike
+    /// rings through it (a 9 Hz shock decaying over 0.1 of a step), so the shock ratio is about 2.5, as the
+    /// Cambridge back-pocket walk p08-2 whose gate stayed half shut.
+    func pocketWalking(seconds: Double, stepHz: Double = 1.8) -> [Sample] {
+        (0..<Int(seconds * rateHz)).map { k in
+            let t = Double(k) / rateHz
+            let phase = (t * stepHz).truncatingRemainder(dividingBy: 1)
+            let roll = 0.6 * sin(Double.pi * stepHz * t)
+            let heelStrike = 14 * exp(-phase / stepHz / 0.1) * sin(2 * Double.pi * 9 * phase / stepHz)
+            let along = standardGravity + 2.5 * sin(2 * Double.pi * stepHz * t) + heelStrike
+            return Sample(time: t, x: 0.5 * sin(Double.pi * stepHz * t), y: along * sin(roll), z: along * cos(roll))
+        }
+    }
+
     /// The gate's state after each sample, fed as the detector feeds it.
-    func openings(_ samples: [Sample]) -> [(time: Double, open: Bool, since: Double)] {
-        var gate = WalkingGate(sampleRateHz: rateHz)
+    func openings(_ samples: [Sample], configuration: WalkingGate.Configuration = .init())
+        -> [(time: Double, open: Bool, since: Double)] {
+        var gate = WalkingGate(configuration: configuration, sampleRateHz: rateHz)
         var highPass = Biquad.highPass(cutoffHz: 0.8, sampleRateHz: rateHz)
         var lowPass = Biquad.lowPass(cutoffHz: 2.5, sampleRateHz: rateHz)
         var result: [(Double, Bool, Double)] = []
@@ -73,6 +89,16 @@ final class WalkingGateTests: XCTestCase {
         let afterFirstSecond = states.filter { $0.time >= 1 }
         XCTAssertTrue(afterFirstSecond.allSatisfy(\.open), "a walk is gait throughout")
         XCTAssertLessThanOrEqual(states.last!.since, 1.0, "open from the first second on, without a restart")
+    }
+
+    func testAThighsTurningWithHeelStrikesKeepsTheGateOpen() {
+        // Issue 36: with the turning discounted by 1 + shock ratio, not its cube, this walk closed the gate.
+        let states = openings(pocketWalking(seconds: 30)).filter { $0.time >= 3 }
+        XCTAssertTrue(states.allSatisfy(\.open), "open \(states.filter(\.open).count) of \(states.count) samples")
+        var undiscounted = WalkingGate.Configuration()
+        undiscounted.shockRelief = 0
+        let closed = openings(pocketWalking(seconds: 30), configuration: undiscounted).filter { $0.time >= 3 && !$0.open }
+        XCTAssertGreaterThan(closed.count, states.count / 2, "the shock discount is what keeps it open")
     }
 
     func testBrushingTeethNeverOpensTheGate() {

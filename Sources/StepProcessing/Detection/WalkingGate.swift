@@ -15,8 +15,11 @@ import Foundation
 /// - the vertical share of the walking band: the same numerator against the band-passed vector's energy, which
 ///   must be larger the faster the device turns (the gravity direction's rate of change, rad/s): a device that
 ///   rotates moves gravity between its axes, which puts energy in the vector's band without any bounce.
-///   A device on the leg (a trouser pocket) turns with the thigh but also takes the heel strike's shock, so the
-///   turning rate is discounted by the shock content of the magnitude (its energy above 4 Hz against the band's).
+///   A device on the leg (a trouser pocket) turns with the thigh, at 0.8–1.8 rad/s, but also takes the heel
+///   strike's shock, so the turning rate is discounted by the shock content of the magnitude (its energy above
+///   4 Hz against the band's, r): rate / (1 + relief × r³). The cube makes the discount a soft threshold: a leg
+///   in a pocket gives r = 1.2–2.4 and is excused its turning, a hand combing hair (r about 0.3, turning as fast)
+///   is not.
 ///
 /// The gate is open while both hold; `openSince` is when it opened, ignoring closures shorter than
 /// `dropoutSeconds` (a single jolt). `WalkingBout` confirms a bout only when the gate has been open since the
@@ -36,8 +39,8 @@ public struct WalkingGate: Sendable {
         /// energy vertical; combing hair turns the wrist at 1–2.5 rad/s with 0.1–0.4 vertical.
         public var minimumBandShare = 0.2
         public var bandSharePerTurnRate = 0.2
-        /// How much a heel strike's shock discounts the turn rate: rate / (1 + relief × shock ratio).
-        public var shockRelief = 1.0
+        /// How much a heel strike's shock discounts the turn rate: rate / (1 + relief × shock ratio³).
+        public var shockRelief = 2.0
         /// Averaging times, seconds: of the energies of the first test and the shock ratio; of the second test's
         /// energies (longer: a stroke of the hand is brief, a walk is not); of the turn rate.
         public var energySeconds = 2.0
@@ -127,13 +130,14 @@ public struct WalkingGate: Sendable {
         let direction = length > 0 ? gravity * (1 / length) : Vector3.zero
         turnRate += ((direction - lastDirection).magnitude * sampleRateHz - turnRate) * turnRateRate
         lastDirection = direction
-        // The band-share test, vertical ≥ (base + perTurn × turnRate / (1 + relief × shock / vertical)) × band,
-        // multiplied through by the positive (vertical + relief × shock): the same test without a division.
+        // The band-share test, vertical ≥ (base + perTurn × turnRate / (1 + relief × (shock / vertical)³)) × band,
+        // multiplied through by the positive (vertical³ + relief × shock³): the same test without a division.
         let bounce = verticalEnergy + 1e-9
-        let discounted = bounce + c.shockRelief * shockEnergy
+        let bounceCubed = bounce * bounce * bounce
+        let discounted = bounceCubed + c.shockRelief * shockEnergy * shockEnergy * shockEnergy
         let open = verticalEnergy >= c.minimumVerticalShare * motionEnergy
             && verticalEnergySlow * discounted
-                >= (c.minimumBandShare * discounted + c.bandSharePerTurnRate * turnRate * bounce) * bandEnergySlow
+                >= (c.minimumBandShare * discounted + c.bandSharePerTurnRate * turnRate * bounceCubed) * bandEnergySlow
         isOpen = open
         if open {
             closedAt = .infinity

@@ -9,9 +9,9 @@ import Timekeeping
 extension Engine {
     /// Steps that stop with the samples (a source stalled without a word) would leave the cadence and the
     /// walk as they were. A deadline `stallSeconds` after the last batch with steps ends the walk if the
-    /// samples did not end it meanwhile. Every batch with steps moves it (a `QuietDeadline`: one system call,
-    /// no wake-up), so while walking it never fires: a dispatch timer rescheduled per batch woke libdispatch's
-    /// timer thread on every batch, and one that fired every 4 s to look woke it 0.25-0.5 times a second.
+    /// samples did not end it meanwhile. Every batch with steps moves it (the clock's quiet deadline: one system
+    /// call, no wake-up), so while walking it never fires; a dispatch timer would wake libdispatch's timer thread
+    /// at every move (docs/architecture.md, "Timers").
     ///
     /// Which sources need it: a buffered IIO source says `.disconnected` itself when a refill times out (four
     /// buffer periods, at least 2 s) and a replay says `.finished` at its end, and either ends the walk at

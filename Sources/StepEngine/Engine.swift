@@ -50,8 +50,8 @@ public final class Engine: SampleSink, BarometerSink, Sendable {
     /// The sensor-counter mode's ledger and what STATUS says of it (Engine+HardwareSteps.swift).
     let sensorCounter = NIOLockedValueBox(SensorCounterState())
     /// Barometer readings waiting for the next batch of samples, which counts them (they wait for the
-    /// detector's hold-back anyway): a reading then costs the processing queue no wake-up of its own, which
-    /// at 4 Hz was 4 of the barometer's 8 wake-ups a second (docs/barometer.md). A reading goes to the queue
+    /// detector's hold-back anyway): a reading then costs the processing queue no wake-up of its own (a hop
+    /// per reading would wake it 4 times a second at the barometer's rate; docs/barometer.md). A reading goes to the queue
     /// at once only while no batch is coming: the accelerometer not running, or many readings waiting.
     let pressureInbox = NIOLockedValueBox(PressureInbox())
     struct PressureInbox: Sendable {

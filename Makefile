@@ -1,10 +1,10 @@
 # stepd: `make run` sets up and starts the daemon on the bundled recording (--demo); `make test` sets up and runs every test.
 # `make build` makes the release program, the daemon linked for memory with its running code laid out together
-# (Package.swift, Sources/stepd/stepd.order made by scripts/order-file; docs/iio.md "Memory"). It is one program:
+# (Package.swift, Sources/stepd/stepd.order made by tools/order-file; docs/iio.md "Memory"). It is one program:
 # stepctl and stepd-web are links to stepd, which runs the one its name says (scripts/link-programs).
 # `make build`, `make run` and `make deb` install only what building needs (scripts/setup --build);
 # `make test` installs the test tools too (scripts/setup --test).
-# `make deb` makes the Debian package from the release binaries (scripts/make-deb).
+# `make deb` makes the Debian package from the release binaries (tools/make-deb).
 SWIFT ?= swift
 CONFIG ?= release
 
@@ -53,10 +53,10 @@ clean:
 	rm -rf .build .build-tsan .build-asan
 
 # The Debian package, stepd_<version>_<arch>.deb, from the release build: debian/rules (debhelper), then lintian
-# (scripts/make-deb). The same command on an arm64 board with Swift makes the arm64 package.
+# (tools/make-deb). The same command on an arm64 board with Swift makes the arm64 package.
 deb: build
 	scripts/setup --deb --no-build
-	scripts/make-deb
+	tools/make-deb
 
 # Installation: `make build && sudo make install`; packagers add DESTDIR=/path/to/staging. The program is
 # installed stripped (STRIP=, e.g. aarch64-linux-gnu-strip for another architecture's build; STRIP=true keeps

@@ -18,7 +18,7 @@ import PackageDescription
 // The release daemon is linked for memory (docs/iio.md, "Memory"): the Swift runtime and Foundation linked in
 // (only what stepd calls is loaded, and the binary runs without a toolchain), PIE with packed relocations, no
 // exported symbol table, and the functions a running daemon executes laid out together (Sources/stepd/stepd.order,
-// made by scripts/order-file), so that the pages it touches are few: 7.7 MB less RSS. STEPD_ORDER_FILE names
+// made by tools/order-file), so that the pages it touches are few: 7.7 MB less RSS. STEPD_ORDER_FILE names
 // another file, or with an empty value none (to measure what it saves); the linker skips names it no longer
 // finds, and OrderFileTests fails when more than 5 % of them are gone.
 let packageRoot = String(#filePath.dropLast("/Package.swift".count))
@@ -37,7 +37,7 @@ let daemonReleaseLinkFlags = [
 // stepd's resident pages to the libraries linked into it.
 let linkMap = ProcessInfo.processInfo.environment["STEPD_LINK_MAP"].flatMap { $0.isEmpty ? nil : $0 }
 let daemonLinkFlags = daemonReleaseLinkFlags + (orderFile.map { path in
-    // lld warns once for each listed name it does not find: the file has gone stale (scripts/order-file).
+    // lld warns once for each listed name it does not find: the file has gone stale (tools/order-file).
     ["-Xlinker", "--symbol-ordering-file=\(path.hasPrefix("/") ? path : "\(packageRoot)/\(path)")"]
 } ?? []) + (linkMap.map { ["-Xlinker", "-Map=\($0)"] } ?? [])
 

@@ -15,7 +15,7 @@ package struct Bench: ParsableCommand {
             scored after repair (GroundTruthRepair), with the recorded-truth figure beside it; traces whose \
             meta.json gives a walking bout are also scored inside it, and traces with activity segments (stairs up, \
             stairs down, walking, standing) one activity at a time. Step-free recordings (meta.json "step_free": \
-            true, such as the hand activities that scripts/step-free-traces converts) are reported apart, as false \
+            true, such as the hand activities that tools/step-free-traces converts) are reported apart, as false \
             steps per hour of recording. Then the report delay and the throughput of the first detector's pipeline \
             on one core, each recording streamed from its file (never held whole), with the split of the time \
             between gunzip, parsing and the pipeline.
@@ -30,7 +30,7 @@ package struct Bench: ParsableCommand {
     @Option(help: "How long to time the pipeline, seconds (0 skips timing).")
     var throughputSeconds = 3.0
 
-    @Option(help: "Samples per second of the numpy/scipy reference (scripts/reference_pipeline.py), to print the ratio.")
+    @Option(help: "Samples per second of the numpy/scipy reference (tools/reference_pipeline.py), to print the ratio.")
     var referenceSamplesPerSecond: Double?
 
     @Option(help: "Ground truth to score against: auto (repaired where meta.json says foot switches), recorded, repaired.")

@@ -3,7 +3,7 @@ import TestSupport
 import XCTest
 
 /// Floors from a barometer, end to end: a fake bmp280 (in_pressure_input in kPa, in_temp_input) read by the
-/// real libiio in a private mount namespace (scripts/fake-iio), its pressure rewritten 20 times a second from a
+/// real libiio in a private mount namespace (Tests/fixtures/fake-iio), its pressure rewritten 20 times a second from a
 /// track synthesised from physics (TestSupport/PressureTrack.swift: barometric formula, BMP280 datasheet noise,
 /// 1 hPa/h weather drift), over real recordings bundled with the sources, so that it runs on a clean clone:
 /// walking from data/walk-inhand.csv.gz (Oxford Step Counter data set, CC BY 4.0), standing from

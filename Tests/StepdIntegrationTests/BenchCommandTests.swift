@@ -50,7 +50,7 @@ final class BenchCommandTests: XCTestCase {
     }
 
     func testStepFreeRecordingsAreReportedAsFalseStepsPerHourApartFromTheWalks() throws {
-        // The bundled walk declared step-free (as scripts/step-free-traces declares hand activities): every step
+        // The bundled walk declared step-free (as tools/step-free-traces declares hand activities): every step
         // it counts is a false one, reported per hour of recording and kept out of the placement totals.
         let root = try traceFolder(steps: "t\n")
         let meta = #"{"placement": "wrist", "step_free": true, "activity": "brush teeth"}"#

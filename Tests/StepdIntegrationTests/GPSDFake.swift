@@ -251,12 +251,12 @@ final class GPSDWatcher {
     }
 }
 
-/// scripts/nmea-walk: writes a generated NMEA log and its ground truth.
+/// Tests/fixtures/nmea-walk: writes a generated NMEA log and its ground truth.
 enum NMEAWalk {
     static func generate(_ arguments: [String], into directory: TemporaryDirectory, name: String) throws -> (log: String, truth: [String: Any]) {
         let log = directory.file("\(name).nmea")
         let truth = directory.file("\(name).truth.json")
-        let script = Binaries.repository.appendingPathComponent("scripts/nmea-walk").path
+        let script = Binaries.repository.appendingPathComponent("Tests/fixtures/nmea-walk").path
         let result = try runCommand("/usr/bin/env", ["python3", script, "--truth", truth] + arguments)
         guard result.status == 0 else {
             throw NSError(domain: "NMEAWalk", code: Int(result.status), userInfo: [NSLocalizedDescriptionKey: result.stderr])

@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 
-/// Runs commands beside fake IIO devices made by scripts/fake-iio: a sysfs tree at /sys/bus/iio and FIFOs at
+/// Runs commands beside fake IIO devices made by Tests/fixtures/fake-iio: a sysfs tree at /sys/bus/iio and FIFOs at
 /// /dev/iio:deviceN, private to a mount namespace, read by the real libiio. Needs root and unshare.
 final class FakeIIO {
     let directory: TemporaryDirectory
@@ -11,7 +11,7 @@ final class FakeIIO {
     var dumpDirectory: String { directory.file("dump") }
     var specPath: String { directory.file("spec.json") }
 
-    static var script: String { Binaries.repository.appendingPathComponent("scripts/fake-iio").path }
+    static var script: String { Binaries.repository.appendingPathComponent("Tests/fixtures/fake-iio").path }
 
     static func requireNamespaces() throws {
         guard getuid() == 0 else { throw XCTSkip("fake IIO devices need root (mount namespaces)") }

@@ -2,7 +2,7 @@ import Foundation
 import StepProtocol
 import XCTest
 
-/// `<prefix>/position` and `<prefix>/visit` from a real gpsd (gpsfake replaying a walk made by scripts/nmea-walk)
+/// `<prefix>/position` and `<prefix>/visit` from a real gpsd (gpsfake replaying a walk made by Tests/fixtures/nmea-walk)
 /// through a real Mosquitto: one daemon, one broker, one gpsfake.
 extension MQTTTests {
     /// A message's JSON payload.

@@ -36,6 +36,6 @@ final class OrderFileTests: XCTestCase {
               + "not defined in \(Binaries.stepd) (\(String(format: "%.1f", share * 100)) %)")
         XCTAssertLessThanOrEqual(share, Self.staleShareAllowed,
             "\(missing.count) of \(listed.count) names in \(Self.orderFile.path) are no longer defined in the release "
-            + "stepd, e.g. \(missing.prefix(5).joined(separator: ", ")): run scripts/order-file (docs/iio.md, \"Memory\")")
+            + "stepd, e.g. \(missing.prefix(5).joined(separator: ", ")): run tools/order-file (docs/iio.md, \"Memory\")")
     }
 }

@@ -29,13 +29,13 @@ enum Unprivileged {
         return ["--reuid=\(uid)", "--regid=\(uid)", supplementary] + argv
     }
 
-    /// scripts/hostile-client, as `python3 -c SOURCE MODE ARGS...`, so that the other user need not read the checkout.
+    /// Tests/fixtures/hostile-client, as `python3 -c SOURCE MODE ARGS...`, so that the other user need not read the checkout.
     static func hostile(_ arguments: [String]) throws -> [String] {
-        let source = try String(contentsOf: Binaries.repository.appendingPathComponent("scripts/hostile-client"), encoding: .utf8)
+        let source = try String(contentsOf: Binaries.repository.appendingPathComponent("Tests/fixtures/hostile-client"), encoding: .utf8)
         return ["/usr/bin/python3", "-c", source] + arguments
     }
 
-    /// Runs scripts/hostile-client as nobody to completion and returns its JSON line.
+    /// Runs Tests/fixtures/hostile-client as nobody to completion and returns its JSON line.
     static func runHostile(_ arguments: [String], timeout: TimeInterval = 120) throws -> [String: Any] {
         let result = try runCommand("/usr/bin/setpriv", asUser(nobody, try hostile(arguments)), timeout: timeout)
         XCTAssertEqual(result.status, 0, result.stderr)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes a long t,x,y,z recording (gzip) made of a real one repeated, the clock running on across repeats.
 
-    scripts/make-long-recording.py SOURCE.csv.gz DAYS OUT.csv.gz
+    tools/make-long-recording.py SOURCE.csv.gz DAYS OUT.csv.gz
 
 Used by scripts/bench-analyze to make a week of real wrist data from OxWalk (../shared/data). Each repeat
 starts one sample interval after the last ends, so the result has no gap and no jump. The rows' x, y, z text

@@ -7,7 +7,7 @@ coefficients), the walking gate's measures (WalkingGate.swift), then the gait-cy
 bout. Resampling, filtering and the gate's measures are vectorised; the cycle and bout logic is a state machine
 over samples, so it is a plain Python loop.
 
-    scripts/reference_pipeline.py [--seconds S] [--counts] DIR...
+    tools/reference_pipeline.py [--seconds S] [--counts] DIR...
 
 Prints the step count per trace with --counts (they should equal `stepd bench`'s), and the throughput in
 input samples per second on one core (samples already in memory, timed by process CPU time), as the last

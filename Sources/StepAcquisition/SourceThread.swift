@@ -26,11 +26,14 @@ public final class SourceThread: Sendable {
     }
 
     private let name: String
+    /// What the thread's sleeps between reads are measured on (a test's manual clock, or the system's).
+    public let clock: any DaemonClock
     private let state = Locked(State())
     private let wakeUps = NSCondition()
 
-    public init(name: String) {
+    public init(name: String, clock: any DaemonClock = SystemClock()) {
         self.name = name
+        self.clock = clock
     }
 
     /// Runs `body` on a new thread named `name`; `body` returns when `isStopped` or when it has nothing more.
@@ -61,6 +64,7 @@ public final class SourceThread: Sendable {
             $0.cancelHook?()
         }
         wakeUps.broadcast()
+        // Real time, whatever the thread's clock: the bound on a real thread's exit, which no manual clock moves.
         let deadline = SystemClock().now.addingTimeInterval(timeoutSeconds)
         while state.withLock({ $0.running }) {
             if !wakeUps.wait(until: deadline) { break }
@@ -80,33 +84,34 @@ public final class SourceThread: Sendable {
         value == value.rounded() ? String(Int(value)) : String(value)
     }
 
-    /// Sleeps up to `seconds`; true if stopped.
+    /// Sleeps up to `seconds` of the thread's clock; true if stopped.
     public func wait(seconds: Double) -> Bool {
-        wait(until: SystemClock().now.addingTimeInterval(seconds))
+        wait(seconds: seconds, or: { false })
     }
 
-    public func wait(until deadline: Date) -> Bool {
-        wait(until: deadline, or: { false })
+    /// Sleeps up to `seconds` of the thread's clock (`.infinity`: no time-out, no timer at all), or until `done`
+    /// says true after a `wake()` (checked under the wake-up lock, so that a `wake()` after a change `done` looks
+    /// at is never missed); true if stopped. `done` must not call `wake()`, and `wake()` must be called outside
+    /// any lock `done` takes.
+    public func wait(seconds: Double, or done: () -> Bool) -> Bool {
+        wait(untilMonotonic: seconds.isFinite ? clock.monotonicSeconds + seconds : .infinity, or: done)
     }
 
-    /// Sleeps until `deadline`, or until `done` says true after a `wake()` (checked under the wake-up lock, so
-    /// that a `wake()` after a change `done` looks at is never missed); true if stopped. `done` must not call
-    /// `wake()`, and `wake()` must be called outside any lock `done` takes. `.distantFuture`: no time-out (no
-    /// timer at all; NSCondition cannot take that date, it traps).
-    public func wait(until deadline: Date, or done: () -> Bool) -> Bool {
+    /// Sleeps until the thread's clock's monotonic time reaches `deadline`, as `wait(seconds:or:)`.
+    public func wait(untilMonotonic deadline: Double, or done: () -> Bool = { false }) -> Bool {
         wakeUps.lock()
         defer { wakeUps.unlock() }
         while !isStopped, !done() {
-            if deadline == .distantFuture {
+            if deadline == .infinity {
                 wakeUps.wait()
-            } else if !wakeUps.wait(until: deadline) {
+            } else if !clock.wait(on: wakeUps, untilMonotonic: deadline) {
                 break
             }
         }
         return isStopped
     }
 
-    /// Wakes a `wait(until:or:)` without stopping the thread: what its `done` looks at has changed.
+    /// Wakes a `wait(seconds:or:)` without stopping the thread: what its `done` looks at has changed.
     public func wake() {
         wakeUps.lock()
         wakeUps.broadcast()

@@ -21,6 +21,11 @@ public protocol DaemonClock: Sendable {
     /// A one-shot timer that any thread moves with one system call and no wake-up of anyone (a timerfd):
     /// for deadlines that move with every batch of samples (QuietDeadline.swift). Idle until scheduled.
     func makeQuietDeadline(queue: DispatchQueue, handler: @escaping @Sendable () -> Void) -> any ClockTimer
+    /// Blocks the calling thread, which holds `condition`'s lock, until the condition is signalled or this clock's
+    /// monotonic time reaches `deadline`; false when the deadline has passed. A source's thread sleeps here between
+    /// reads (a gpsd retry, a replay's next batch), so that a test's clock, not real time, says when it wakes.
+    /// Wake-ups may be spurious: the caller looks at its state again, as with any condition.
+    func wait(on condition: NSCondition, untilMonotonic deadline: Double) -> Bool
 }
 
 /// A timer of a `DaemonClock`. Every call is safe from any thread; the handler runs on the timer's queue, and may

@@ -22,6 +22,14 @@ public struct SystemClock: DaemonClock {
         QuietDeadline(queue: queue, handler: handler)
     }
 
+    /// The condition's own timed wait: no timer, no thread but the sleeper's is woken. NSCondition takes a wall
+    /// date; the span is measured on the monotonic clock and capped, as a date far out of range traps.
+    public func wait(on condition: NSCondition, untilMonotonic deadline: Double) -> Bool {
+        let remaining = deadline - monotonicSeconds
+        guard remaining > 0 else { return false }
+        return condition.wait(until: now.addingTimeInterval(min(remaining, 365 * 86_400)))
+    }
+
     /// The dispatch time `seconds` from now: the bound of a real wait for another thread (a semaphore, a group),
     /// which no manual clock can end, so not a `DaemonClock` matter.
     public static func dispatchDeadline(after seconds: Double) -> DispatchTime {

@@ -20,7 +20,7 @@ final class IIOReadAlongTests: XCTestCase {
             thread.start { [self] in
                 let generation = along.lead(listener: thread, minimumInterval: minimumInterval, read: read)
                 ready.signal()
-                stopped = thread.wait(until: .distantFuture) { along.generation != generation }
+                stopped = thread.wait(seconds: .infinity) { along.generation != generation }
                 outcome = along.release()
                 done.signal()
             }

@@ -16,6 +16,9 @@ public final class ManualClock: DaemonClock {
         var wall: Date
         var monotonic: Double
         var timers: [ObjectIdentifier: Entry] = [:]
+        /// Threads asleep in `wait(on:untilMonotonic:)`, by a number of their own.
+        var sleepers: [Int: (condition: NSCondition, deadline: Double)] = [:]
+        var lastSleeper = 0
     }
     private let state: Locked<State>
 
@@ -50,7 +53,38 @@ public final class ManualClock: DaemonClock {
         state.withLock { s in s.timers.values.filter { $0.timer != nil }.map { $0.due - s.monotonic }.min() }
     }
 
-    /// Moves both clocks `seconds` forward, running every timer that comes due on the way at its own time.
+    /// Sleeps until `advance` passes `deadline` or the condition is signalled (the caller holds its lock).
+    public func wait(on condition: NSCondition, untilMonotonic deadline: Double) -> Bool {
+        let sleeper: Int? = state.withLock { s in
+            guard s.monotonic < deadline else { return nil }
+            s.lastSleeper += 1
+            s.sleepers[s.lastSleeper] = (condition, deadline)
+            return s.lastSleeper
+        }
+        guard let sleeper else { return false }
+        condition.wait()
+        return state.withLock { s in
+            s.sleepers[sleeper] = nil
+            return s.monotonic < deadline
+        }
+    }
+
+    /// How many threads sleep on this clock: a test's proof that a source waits for it.
+    public var sleepingCount: Int { state.withLock { $0.sleepers.count } }
+
+    /// Wakes the sleepers whose deadline has come. Their conditions are taken outside the clock's lock: a sleeper
+    /// holds its condition while it takes the clock's.
+    private func wakeSleepers() {
+        let due = state.withLock { s in s.sleepers.values.filter { $0.deadline <= s.monotonic }.map(\.condition) }
+        for condition in due {
+            condition.lock()
+            condition.broadcast()
+            condition.unlock()
+        }
+    }
+
+    /// Moves both clocks `seconds` forward, running every timer that comes due on the way at its own time and
+    /// waking the threads whose sleep ends on the way.
     public func advance(by seconds: Double) {
         let end = state.withLock { $0.monotonic } + seconds
         while true {
@@ -64,12 +98,14 @@ public final class ManualClock: DaemonClock {
                 return due
             }
             guard let (timer, _) = next else { break }
+            wakeSleepers()
             timer.fire()
         }
         state.withLock { s in
             s.wall.addTimeInterval(max(0, end - s.monotonic))
             s.monotonic = max(s.monotonic, end)
         }
+        wakeSleepers()
     }
 
     fileprivate func set(_ timer: ManualTimer, due: Double?) {

@@ -21,11 +21,13 @@ public final class GPSDSource: Sendable {
 
     public let configuration: Configuration
     private let logger: Logger
-    private let thread = SourceThread(name: "stepd.gpsd")
+    private let thread: SourceThread
 
-    public init(configuration: Configuration, logger: Logger = Logger(label: "stepd.gpsd")) {
+    /// `clock`: what the retries wait on and a fix's arrival is stamped with.
+    public init(configuration: Configuration, logger: Logger = Logger(label: "stepd.gpsd"), clock: any DaemonClock = SystemClock()) {
         self.configuration = configuration
         self.logger = logger
+        thread = SourceThread(name: "stepd.gpsd", clock: clock)
     }
 
     public var description: String { "gpsd:\(configuration.address)" }
@@ -98,7 +100,7 @@ public final class GPSDSource: Sendable {
             }
             guard Self.isTPV(message) else { continue }
             cgps_last_fix(session, &fix)
-            var report = Fix(fix, arrival: SystemClock().now)
+            var report = Fix(fix, arrival: thread.clock.now)
             // libgps keeps only the last SKY's count; the epoch's SKYs together give the fix's (SkyEpoch).
             if let count = epoch.closeEpoch() { report.satellitesUsed = count }
             sink.receive(fix: report)

@@ -84,7 +84,7 @@ public final class IIOBarometerSource: Sendable {
                 let generation = readAlong.lead(listener: thread, minimumInterval: period) {
                     sink.receive(pressure: PressureReading(time: IIOTimeline.monotonicSeconds(), kilopascal: try reader.read()))
                 }
-                let stopped = thread.wait(until: .distantFuture) { readAlong.generation != generation }
+                let stopped = thread.wait(seconds: .infinity) { readAlong.generation != generation }
                 let outcome = readAlong.release()
                 if let fault = outcome.fault { throw fault }
                 if outcome.slow {
@@ -107,8 +107,7 @@ public final class IIOBarometerSource: Sendable {
             if next < now { next = now + period }
             // Woken early when an accelerometer starts refilling: then it carries the reads.
             let generation = readAlong.generation
-            let deadline = SystemClock().now.addingTimeInterval(next - IIOTimeline.monotonicSeconds())
-            if thread.wait(until: deadline, or: { !alone && readAlong.generation != generation }) { return }
+            if thread.wait(seconds: next - IIOTimeline.monotonicSeconds(), or: { !alone && readAlong.generation != generation }) { return }
         }
     }
 

@@ -23,7 +23,7 @@ public final class ReplaySource: SampleSource, Sendable {
     private let pressure: PressureFeed?
     public var pressurePath: String? { pressure?.path }
     private let logger: Logger
-    private let thread = SourceThread(name: "stepd.replay")
+    private let thread: SourceThread
 
     /// How many samples a batch carries in real time: about 20 wake-ups a second.
     private static let batchSeconds = 0.05
@@ -35,13 +35,14 @@ public final class ReplaySource: SampleSource, Sendable {
 
     /// `pressure`: replay the barometer's file beside the recording when there is one (docs/barometer.md).
     public init(path: String, speed: Double = 1, loop: Bool = false, demo: Bool = false, pressure readsPressure: Bool = true,
-                logger: Logger = Logger(label: "stepd.replay")) throws {
+                logger: Logger = Logger(label: "stepd.replay"), clock: any DaemonClock = SystemClock()) throws {
         precondition(speed > 0 && speed.isFinite, "speed must be a positive number")
         self.path = path
         self.speed = speed
         self.loop = loop
         isDemo = demo
         self.logger = logger
+        thread = SourceThread(name: "stepd.replay", clock: clock)
         samples = try RecordingReader.read(path: path)
         pressure = readsPressure ? try PressureFile.find(besideRecording: path).map(PressureFeed.init) : nil
     }
@@ -56,11 +57,11 @@ public final class ReplaySource: SampleSource, Sendable {
     /// Returns once the playing thread has ended, or after SourceThread's time-out with a warning.
     public func stop() { thread.stop(logger: logger, "replay \(path)") }
 
-    /// Sleeps until `deadline` (seconds since the reference date) or a stop; true if it was stopped. The
-    /// deadline is capped to what ReplayClock can ask for, so no date is ever out of NSCondition's range.
+    /// Sleeps until `deadline` (the thread's clock's monotonic seconds) or a stop; true if it was stopped. The
+    /// deadline is capped to what ReplayClock can ask for.
     private func wait(until deadline: Double) -> Bool {
-        let cap = SystemClock().now.timeIntervalSinceReferenceDate + ReplayClock.defaultMaximumGapSeconds / speed + 1
-        return thread.wait(until: Date(timeIntervalSinceReferenceDate: min(deadline, cap)))
+        let cap = thread.clock.monotonicSeconds + ReplayClock.defaultMaximumGapSeconds / speed + 1
+        return thread.wait(untilMonotonic: min(deadline, cap))
     }
 
     private func run(sink: SampleSink, barometer: BarometerSink?) {
@@ -79,7 +80,7 @@ public final class ReplaySource: SampleSource, Sendable {
             while index < samples.count {
                 // A batch: the samples due within batchSeconds of the first, at least one.
                 batch.removeAll(keepingCapacity: true)
-                let now = SystemClock().now.timeIntervalSinceReferenceDate
+                let now = thread.clock.monotonicSeconds
                 var first: Double?
                 var due = now
                 while index < samples.count {

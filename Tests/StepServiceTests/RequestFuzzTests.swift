@@ -6,14 +6,14 @@ import StepProtocol
 import TestSupport
 import XCTest
 
-/// Twenty thousand random and mutated request lines (HostileRequestLines) through the server's line decoder
+/// Five thousand random and mutated request lines (HostileRequestLines) through the server's line decoder
 /// and ClientHandler, in process on an EmbeddedChannel: every line gets exactly the answer the protocol promises
 /// (one line of JSON for a request, one ERROR for a line over 4 KiB, nothing for a blank keep-alive) and the
 /// connection stays open. The live daemon takes the same lines in FuzzTests.
 final class RequestFuzzTests: XCTestCase {
     private let limits = ClientLimits(maximumLineLength: 4096, maximumRequestsInFlight: 16, maximumUnsentBytes: 64 * 1024)
 
-    func testTwentyThousandHostileLinesEachGetTheirAnswerAndTheConnectionStays() throws {
+    func testFiveThousandHostileLinesEachGetTheirAnswerAndTheConnectionStays() throws {
         let daemon = InMemoryDaemon()
         let channel = EmbeddedChannel()
         try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineFrameDecoder(maximumLength: limits.maximumLineLength)))
@@ -24,7 +24,7 @@ final class RequestFuzzTests: XCTestCase {
 
         var g = SplitMix(seed: 7)
         var classes: [String: Int] = [:]
-        for index in 0..<20_000 {
+        for index in 0..<5_000 {
             let line = HostileRequestLines.next(&g)
             var buffer = channel.allocator.buffer(capacity: line.utf8.count + 1)
             buffer.writeString(line + "\n")
@@ -35,8 +35,8 @@ final class RequestFuzzTests: XCTestCase {
             for answer in answers { classes[answer, default: 0] += 1 }
             guard channel.isActive else { return XCTFail("the connection closed at line \(index): \(line.prefix(200))") }
         }
-        XCTAssertGreaterThan(classes["ERROR", default: 0], 10_000, "\(classes)")
-        XCTAssertGreaterThan(classes["STEPS", default: 0], 200, "well-formed requests among them are answered: \(classes)")
+        XCTAssertGreaterThan(classes["ERROR", default: 0], 2_500, "\(classes)")
+        XCTAssertGreaterThan(classes["STEPS", default: 0], 50, "well-formed requests among them are answered: \(classes)")
         _ = try channel.finish(acceptAlreadyClosed: true)
     }
 

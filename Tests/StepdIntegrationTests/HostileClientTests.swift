@@ -28,10 +28,10 @@ final class HostileClientTests: XCTestCase {
     /// times slower, so it gets 1 s. Before the limits, the answer took 48 s.
     private var typicalLatencyLimit: TimeInterval { isRelease ? 0.1 : 1 }
 
-    /// The slowest answer, for either build: 1 s. The suite runs the release tests beside a QEMU guest and the
-    /// Debian package stage on two cores, where any process may wait a scheduler slice or two for a core (one
-    /// answer took 152 ms there); a daemon that computed the non-readers' replies first would still take seconds.
-    private let slowestLatencyLimit: TimeInterval = 1
+    /// The slowest answer, for either build: 5 s. The suite runs beside other tests on two cores, where any process
+    /// may wait for a core; a daemon that computed the non-readers' replies first takes tens of seconds. How fast
+    /// the answers are is scripts/bench-load's to measure, not a test's.
+    private let slowestLatencyLimit: TimeInterval = 5
 
     private var isRelease: Bool { Binaries.productsDirectory.path.contains("release") }
 
@@ -159,9 +159,7 @@ final class HostileClientTests: XCTestCase {
     }
 }
 
-/// HostileClientTests' flood of refused resets, in a class of its own: it mostly waits for the log's once-per-interval
-/// summary (~10 s) and measures no latency, so it runs beside the other classes rather than in scripts/test's
-/// serial `alone` list.
+/// A flood of refused resets against a daemon of its own: the log's once-per-interval summary (~10 s) is waited for.
 final class HostileResetFloodTests: XCTestCase {
     private var daemon: Daemon!
 

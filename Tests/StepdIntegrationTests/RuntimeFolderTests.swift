@@ -4,8 +4,9 @@ import XCTest
 /// The per-user socket folders ($XDG_RUNTIME_DIR/stepd, /tmp/stepd-UID) are used only when they are the
 /// user's own, as ssh-agent and tmux want theirs: by the daemon, and by stepctl looking for it.
 final class RuntimeFolderTests: XCTestCase {
-    /// Two uids of nobody's, so that no other test's /tmp/stepd-UID is touched.
-    private static let victim: uid_t = 64_999, squatter: uid_t = 64_998
+    /// Uids of nobody's, so that no other test's /tmp/stepd-UID is touched; each test has its own, as tests run
+    /// at the same time.
+    private static let victim: uid_t = 64_999, squatter: uid_t = 64_998, runtimeUser: uid_t = 64_997
 
     private func asVictim(_ argv: [String], environment: [String: String] = [:]) throws -> CommandResult {
         let env = ["PATH": "/usr/bin:/bin"].merging(environment) { $1 }
@@ -65,11 +66,11 @@ final class RuntimeFolderTests: XCTestCase {
         chmod(home.path, 0o755)
         let runtime = home.file("run")
         XCTAssertEqual(mkdir(runtime, 0o700), 0)
-        XCTAssertEqual(chown(runtime, Self.victim, Self.victim), 0)
+        XCTAssertEqual(chown(runtime, Self.runtimeUser, Self.runtimeUser), 0)
         let state = home.file("state")
         XCTAssertEqual(mkdir(state, 0o700), 0)
-        XCTAssertEqual(chown(state, Self.victim, Self.victim), 0)
-        let tmpFolder = "/tmp/stepd-\(Self.victim)"
+        XCTAssertEqual(chown(state, Self.runtimeUser, Self.runtimeUser), 0)
+        let tmpFolder = "/tmp/stepd-\(Self.runtimeUser)"
         try? FileManager.default.removeItem(atPath: tmpFolder)
         defer { try? FileManager.default.removeItem(atPath: tmpFolder) }
 
@@ -78,7 +79,7 @@ final class RuntimeFolderTests: XCTestCase {
             let daemon = Process()
             daemon.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             daemon.arguments = ["-i", "PATH=/usr/bin:/bin", "XDG_RUNTIME_DIR=\(runtime)", "/usr/bin/setpriv"]
-                + Unprivileged.asUser(Self.victim, [Binaries.stepd, "--replay", Binaries.bundledRecording, "--loop",
+                + Unprivileged.asUser(Self.runtimeUser, [Binaries.stepd, "--replay", Binaries.bundledRecording, "--loop",
                                                     "--no-gps", "--state-dir", state + "/s"])
             let log = Pipe()
             daemon.standardError = log
@@ -94,7 +95,7 @@ final class RuntimeFolderTests: XCTestCase {
             var info = stat()
             XCTAssertEqual(lstat((expected as NSString).deletingLastPathComponent, &info), 0)
             XCTAssertEqual(info.st_mode & 0o777, 0o700)
-            XCTAssertEqual(info.st_uid, Self.victim)
+            XCTAssertEqual(info.st_uid, Self.runtimeUser)
             kill(daemon.processIdentifier, SIGTERM)
             daemon.waitUntilExit()
             let text = String(decoding: log.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

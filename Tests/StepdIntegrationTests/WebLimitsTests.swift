@@ -64,7 +64,8 @@ final class WebLimitsTests: XCTestCase {
         XCTAssertLessThan(result["all_closed_after_s"] as? Double ?? 999, 60, run.stdout)
         XCTAssertGreaterThanOrEqual(result["probes"] as? Int ?? 0, 5, run.stdout)
         XCTAssertEqual(result["probe_failures"] as? Int, 0, run.stdout)
-        XCTAssertLessThan((result["probe_s"] as? [String: Any])?["max"] as? Double ?? 999, 2, run.stdout)
+        // Answered meanwhile, not queued behind the 1,000 (their closes take 10 s); how fast is scripts/bench-web's.
+        XCTAssertLessThan((result["probe_s"] as? [String: Any])?["max"] as? Double ?? 999, 5, run.stdout)
         XCTAssertTrue(web.process.isRunning, web.log)
     }
 
@@ -85,7 +86,7 @@ final class WebLimitsTests: XCTestCase {
             for _ in 0..<(path.count > 4000 ? 3 : 1) {
                 let reply = timedGet(web, path)
                 XCTAssertEqual(reply.status, 400, "\(path.prefix(60)): \(reply.body.prefix(300))")
-                XCTAssertLessThan(reply.seconds, 2, "\(path.prefix(60))")
+                XCTAssertLessThan(reply.seconds, 5, "\(path.prefix(60)): answered, not left to the 10 s daemon time-out")
                 XCTAssertTrue(reply.body.hasPrefix("{\"error\":\"\\\""), reply.body)
                 XCTAssertLessThan(reply.body.utf8.count, 300, "the error repeats the whole value")
             }
@@ -136,9 +137,7 @@ final class WebLimitsTests: XCTestCase {
     }
 }
 
-/// WebLimitsTests' test of a peer that discards or never answers, in a class of its own: most of its ~21 s is
-/// waiting out stepd-web's 10 s daemon timeouts, and its bounds (2 s, 12 s) are loose, so it runs beside the other
-/// classes rather than in scripts/test's serial `alone` list with the classes that measure latency against limits.
+/// A peer in the daemon's place that discards or never answers: stepd-web's 10 s daemon time-outs, waited out.
 final class WebSilentPeerTests: XCTestCase {
     /// What stepd-web does not send on is still answered and closed: a peer that speaks the protocol as the daemon
     /// does for a line it discards (an ERROR without an id, docs/protocol.md "Limits") gets its request answered
@@ -154,7 +153,7 @@ final class WebSilentPeerTests: XCTestCase {
         defer { web.stop() }
         let refused = timedGet(web, "/api/status")
         XCTAssertEqual(refused.status, 400, refused.body)
-        XCTAssertLessThan(refused.seconds, 2)
+        XCTAssertLessThan(refused.seconds, 5, "answered, not left to the 10 s time-out")
         XCTAssertTrue(refused.body.contains("request line longer than 4096 bytes, discarded"), refused.body)
         try pollUntil("the peer's connection closed", timeout: 2, every: 0.05, detail: "\(peer.open) open") { peer.open == 0 }
 
@@ -177,10 +176,8 @@ final class WebSilentPeerTests: XCTestCase {
     }
 }
 
-/// WebLimitsTests' test of a client that reads nothing, in a class of its own: it waits out stepd-web's 30 s
-/// without room and checks only that the connection lasted that long (a lower bound, which load cannot make fail),
-/// so it runs beside the other classes rather than in scripts/test's `alone` list with the classes that measure
-/// latency against limits.
+/// A client that reads nothing: stepd-web's 30 s without room, waited out; the test checks only that the
+/// connection lasted that long and then closed (a lower bound, which load cannot make fail).
 final class WebWriteStallTests: XCTestCase {
     /// A client that asks for a file 200 times in one write and never reads (a 4 KiB receive buffer): once the
     /// socket's buffers are full and stepd-web's own is past its mark, the connection is closed after

@@ -8,10 +8,10 @@ final class RuntimeFolderTests: XCTestCase {
     /// at the same time.
     private static let victim: uid_t = 64_999, squatter: uid_t = 64_998, runtimeUser: uid_t = 64_997
 
-    private func asVictim(_ argv: [String], environment: [String: String] = [:]) throws -> CommandResult {
+    private func asVictim(_ argv: [String], environment: [String: String] = [:], user: uid_t = victim) throws -> CommandResult {
         let env = ["PATH": "/usr/bin:/bin"].merging(environment) { $1 }
         return try runCommand("/usr/bin/env", ["-i"] + env.map { "\($0)=\($1)" }.sorted() + ["/usr/bin/setpriv"]
-                                  + Unprivileged.asUser(Self.victim, argv), timeout: 60)
+                                  + Unprivileged.asUser(user, argv), timeout: 60)
     }
 
     /// A folder /tmp/stepd-UID made by another user with mode 0777, holding that user's socket: the daemon
@@ -87,7 +87,7 @@ final class RuntimeFolderTests: XCTestCase {
             try daemon.run()
             defer { kill(daemon.processIdentifier, SIGTERM); daemon.waitUntilExit() }
             let steps = try pollFor("stepctl to read the daemon at \(expected)", timeout: 30) { () -> CommandResult? in
-                let result = try asVictim([Binaries.stepctl, "status"], environment: ["XDG_RUNTIME_DIR": runtime])
+                let result = try asVictim([Binaries.stepctl, "status"], environment: ["XDG_RUNTIME_DIR": runtime], user: Self.runtimeUser)
                 return result.status == 0 ? result : nil
             }
             XCTAssertTrue(steps.stdout.contains("replay"), steps.stdout)

@@ -218,6 +218,10 @@ final class WebDashboardTests: XCTestCase {
     }
 
     func testResetNeedsTheToken() async throws {
+        // Enough of the walk that the count since the reset is seen to start again below it.
+        try pollUntil("30 steps of the walk", timeout: 60) {
+            try f.daemon.connect().request(["cmd": "steps"])["steps"] as? Int ?? 0 >= 30
+        }
         let before = try f.daemon.connect().request(["cmd": "steps"])["steps"] as? Int ?? 0
         let none = try await f.page.web.post("/api/reset")
         XCTAssertEqual(none.status, 401, none.body)
@@ -227,7 +231,9 @@ final class WebDashboardTests: XCTestCase {
         XCTAssertTrue(wrong.body.contains("wrong token: it is not the line in stepd-web's --token-file"), wrong.body)
         XCTAssertGreaterThanOrEqual(try f.daemon.connect().request(["cmd": "steps"])["steps"] as? Int ?? 0, before,
                                     "a refused reset reset the count")
-        // The page's own button without the token: refused, said quietly beside the button.
+        // The page's own button without the token: refused, said quietly beside the button. The form is set up
+        // once the page has read its settings (the token field shows).
+        try waitOnPage("!document.getElementById('token').hidden", timeout: 10, "the reset form set up")
         _ = try page("document.getElementById('token').value = ''; document.getElementById('reset').click()")
         try waitOnPage("document.getElementById('reset-note').textContent.startsWith('not reset')", timeout: 10, "the refusal")
         // With the token, the daemon (run as root here: an admin) resets.

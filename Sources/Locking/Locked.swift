@@ -10,7 +10,7 @@ import Darwin
 /// The same contract as the standard library's `Synchronization.Mutex` (a value handed in with `sending`, reached
 /// only inside `withLock`, so even a non-Sendable value cannot escape to another thread unlocked), but over a
 /// pthread mutex: ThreadSanitizer follows pthread locks, while `Mutex` on Linux waits on a bare futex that it
-/// cannot see, so every access under a `Mutex` was reported as a race and `make test-tsan` could not tell a real
+/// cannot see, so every access under a `Mutex` is reported as a race and `make test-tsan` cannot tell a real
 /// one from it (docs/testing.md).
 // unchecked: every access to `value` is inside `withLock`, under `mutex`; `sending` keeps it from escaping unlocked.
 public final class Locked<Value: ~Copyable>: @unchecked Sendable {

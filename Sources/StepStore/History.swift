@@ -7,7 +7,7 @@ public enum HistoryBinSize: String, CaseIterable, Sendable {
 
     /// The longest range one request may cover, so that a reply stays a reasonable line and a quick answer
     /// (7 days of minutes is at most 10 080 bins, a quarter of hours 2 208, ten years of days 3 660 indexed
-    /// sums). Without a bound, day bins from year 0 to 9999 took 14 s and 57 MB and held SIGTERM back.
+    /// sums). Without a bound, day bins from year 0 to 9999 would take 14 s and 57 MB and hold SIGTERM back.
     public var maximumDays: Int {
         switch self {
         case .minute: return 7

@@ -161,7 +161,7 @@ final class StoreCore {
     /// A drain commits what it applied at once: the policy coalesces writes into a drain every interval or so,
     /// so this is a steady stream's only wake-up. Leaving it to the timer would let a timer commit land between
     /// two batches of samples, after which every batch finds the last commit too recent and arms the timer
-    /// again (two more wake-ups a batch, for good: seen as 8-10 wake-ups/s instead of 4.6 in scripts/bench-iio).
+    /// again (two more wake-ups a batch, for good).
     ///
     /// A batch's steps are recorded microseconds apart, and the drain asked for by the first may take the inbox
     /// before the rest are in: those are taken by a second commit in the same wake-up. Left waiting, they

@@ -16,7 +16,7 @@ import GRDB
 /// - `walking_bout` (v5): each walking bout that ended, with its gait measures (NULL where not given); and
 ///   `mqtt_bout_mark`, the newest bout put in the MQTT outbox (Fleet/FleetBouts.swift).
 /// - `counter.distance_m` (v6): the distance of the steps since the reset, each step's own stride (NULL in a
-///   database written before: the minute bins since the reset stand in).
+///   database written before v6: the minute bins since the reset stand in).
 enum StoreSchema {
     /// `PRAGMA application_id` of a stepd database ("STEP" in ASCII), as file(1) and sqlite3's `.dbinfo` show it.
     static let applicationID: Int32 = 0x5354_4550

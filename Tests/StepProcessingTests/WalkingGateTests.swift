@@ -122,8 +122,8 @@ final class WalkingGateTests: XCTestCase {
     }
 
     func testTheDetectorCountsTheWalkButNotTheHandWork() {
-        // Without the gate the detector counts both hand activities at their stroke rate (as it did before the
-        // gate: about 105 and 96 steps a minute); with it, none, and the walk's steps are all there.
+        // Without the gate the detector counts both hand activities at their stroke rate (about 105 and 96 steps
+        // a minute); with it, none, and the walk's steps are all there.
         XCTAssertGreaterThan(count(brushingTeeth(seconds: 60), gate: nil), 90)
         XCTAssertGreaterThan(count(combingHair(seconds: 60), gate: nil), 80)
         XCTAssertEqual(count(brushingTeeth(seconds: 60), gate: .init()), 0)

@@ -120,7 +120,7 @@ final class ClientHandlerTests: XCTestCase {
     }
 
     /// 200 requests in one write, the client reading: it reads within the stall timeout, so every request is
-    /// answered (issue 25: closed after 31 replies).
+    /// answered (issue 25).
     func testAClientPipeliningWhileItReadsGetsEveryReply() throws {
         setWritable(false)
         try send((0..<200).map { #"{"cmd":"steps","id":\#($0)}"# }.joined(separator: "\n") + "\n")
@@ -164,7 +164,7 @@ final class ClientHandlerTests: XCTestCase {
     }
 
     /// Every ERROR carries the request's id when the line has one: over the length limit wherever the id
-    /// stands in it, or not valid JSON (issue 25: a client matching on ids waited forever).
+    /// stands in it, or not valid JSON (issue 25: a client matching on ids would wait forever).
     func testAnErrorForALineTooLongOrNotJSONCarriesTheLinesID() throws {
         let padding = String(repeating: "a", count: 5000)
         try send(#"{"cmd":"history","from":"\#(padding)","id":17}"# + "\n")

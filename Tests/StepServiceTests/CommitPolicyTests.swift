@@ -120,7 +120,7 @@ final class CommitPolicyTests: XCTestCase {
 
     /// A steady walk from a buffered IIO source (a batch of two steps every 0.67 s) for two minutes: a drain
     /// every 2 s (0.5 wake-ups a second), from the writes, no backstop until the last, and no write waits
-    /// longer than the interval. The policy of 0.5 s drained once per batch or more (1.5-1.8 a second).
+    /// longer than the interval. A policy of 0.5 s would drain once per batch or more (1.5-1.8 a second).
     func testSteadyWalkCostsTheStoreHalfAWakeUpASecondAndNoTimer() {
         let walk = simulate(batchesEvery: 2.0 / 3.0, seconds: 120)
         XCTAssertLessThanOrEqual(Double(walk.wakeUps) / 120, 0.51, "\(walk)")

@@ -47,8 +47,8 @@ final class DaemonTimeZoneTests: XCTestCase {
     }
 
     /// DST rules of its own follow the C library through the year: the zone's offset is localtime_r's at every
-    /// hour of two years, and midnight on a summer day and a winter day is the local one (before: the offset at
-    /// start, all year, so after the clocks changed "today" began an hour off).
+    /// hour of two years, and midnight on a summer day and a winter day is the local one (the offset at start,
+    /// kept all year, would begin "today" an hour off after the clocks change).
     func testRulesOfItsOwnFollowTheCLibrarysChanges() {
         let resolution = resolve("CET-1CEST,M3.5.0,M10.5.0/3")
         XCTAssertNil(resolution.warning)

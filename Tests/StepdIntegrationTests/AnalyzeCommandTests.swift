@@ -235,7 +235,7 @@ final class AnalyzeCommandTests: XCTestCase {
         XCTAssertTrue(replay.stderr.contains("e20.csv:5001: expected a time t in seconds"), replay.stderr)
     }
 
-    /// What stays legal is counted as before: impossible accelerations (1e308) are dropped and counted, a
+    /// What stays legal is still counted: impossible accelerations (1e308) are dropped and counted, a
     /// negative clock and one near 10^12 s count the walk's steps, a line of 2 MB is refused with its number.
     func testHostileButLegalRowsCountTheWalkAndNothingEndsBySignal() throws {
         let dir = try TemporaryDirectory()

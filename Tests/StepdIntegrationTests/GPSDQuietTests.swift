@@ -2,8 +2,8 @@ import Foundation
 import XCTest
 
 /// A gpsd with nothing to send (no receiver attached, or one that went quiet) leaves the gpsd source's thread
-/// asleep: its read waits long, and a stop ends the wait by shutting the socket down (issue 29). The wait was
-/// 0.5 s so that a stop was noticed, two wake-ups a second for nothing.
+/// asleep: its read waits long, and a stop ends the wait by shutting the socket down (issue 29). A wait of
+/// 0.5 s, for a stop to be noticed, would cost two wake-ups a second for nothing.
 final class GPSDQuietTests: XCTestCase {
     func testAQuietGpsdCostsNoWakeUpsAndTheStopIsPrompt() throws {
         // A gpsd without a receiver: the connection is made and nothing comes.

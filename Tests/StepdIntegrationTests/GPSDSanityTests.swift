@@ -39,7 +39,7 @@ final class GPSDSanityTests: XCTestCase {
         let directory = try TemporaryDirectory()
         let now = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
         let good1 = try log(["walk:6"], start: now.addingTimeInterval(-300), directory: directory, name: "good1")
-        // Dated 400 days ahead: what froze POSITION for good when it was accepted as the latest fix.
+        // Dated 400 days ahead: accepted as the latest fix, it would freeze POSITION for good.
         let future = try log(["walk:8"], start: now.addingTimeInterval(400 * 86_400), directory: directory, name: "future")
         // A stated standard deviation of 300 km: gpsd derives an eph far beyond any real fix.
         let absurd = try log(["walk:6"], start: now.addingTimeInterval(-250), extra: ["--gst-sigma-m", "300000"],

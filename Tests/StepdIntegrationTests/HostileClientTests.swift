@@ -25,7 +25,7 @@ final class HostileClientTests: XCTestCase {
     }
 
     /// The typical answer (the median): 100 ms for the release daemon; a debug build does the same work several
-    /// times slower, so it gets 1 s. Before the limits, the answer took 48 s.
+    /// times slower, so it gets 1 s.
     private var typicalLatencyLimit: TimeInterval { isRelease ? 0.1 : 1 }
 
     /// The slowest answer, for either build: 5 s. The suite runs beside other tests on two cores, where any process
@@ -54,7 +54,7 @@ final class HostileClientTests: XCTestCase {
             usleep(20_000)
         }
         let summary = try JSONSerialization.jsonObject(with: Data(try hostile.readLine().utf8)) as? [String: Any]
-        // Right after they close, the daemon answers at once (it used to compute their queued replies first).
+        // Right after they close, the daemon answers at once (it does not compute their queued replies first).
         for i in 0..<10 {
             let started = Date()
             _ = try observer.request(["cmd": "status", "id": "after\(i)"])
@@ -113,7 +113,7 @@ final class HostileClientTests: XCTestCase {
     }
 
     /// A member of the admin group has one user's share of connections like anyone (issue 39, point 2): 40 idle
-    /// connections of uid 65533 in group "daemon" get 32 (before: all 40, uncounted), and root still gets in.
+    /// connections of uid 65533 in group "daemon" get 32, not all 40, and root still gets in.
     func testTheAdminGroupIsCountedInItsUsersShare() throws {
         let admin = try Unprivileged.Running(["idle", daemon.socketPath, "40"], uid: 65533, groups: [1])
         defer { admin.finish() }

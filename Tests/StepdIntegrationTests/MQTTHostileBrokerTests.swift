@@ -3,9 +3,9 @@ import XCTest
 
 /// A hostile or intercepted broker on 127.0.0.1 (Python, plain MQTT): it accepts the daemon's CONNECT, answers
 /// CONNACK, then sends a PUBLISH whose fixed header declares 268,435,455 bytes (the most MQTT can say) and streams
-/// bytes after it. libmosquitto (2.0.11) does not bound what it takes from a broker: before, it buffered all of
-/// it (the daemon took 551 MB in the hostile trial). Now the relay drops the connection at the header, logs why,
-/// and the fleet connects again after the back-off as after any drop (issue 39, point 4).
+/// bytes after it. libmosquitto (2.0.11) does not bound what it takes from a broker: left to it, it buffers all
+/// of it (551 MB for this packet). The relay drops the connection at the header, logs why, and the fleet
+/// connects again after the back-off as after any drop (issue 39, point 4).
 final class MQTTHostileBrokerTests: XCTestCase {
     private static let broker = """
         import json, socket, sys

@@ -3,8 +3,8 @@ import XCTest
 
 /// A connected MQTT client with nothing to publish leaves its network thread asleep until the keepalive's
 /// PINGREQ: libmosquitto's loop waits up to the keepalive (it shortens the wait to the next ping itself), and
-/// a publish or the stop's DISCONNECT wakes it through the client's socket pair. The loop's wait was 1 s, a
-/// wake-up a second for nothing while connected (issue 29).
+/// a publish or the stop's DISCONNECT wakes it through the client's socket pair. A loop that waited 1 s would
+/// cost a wake-up a second for nothing while connected (issue 29).
 final class MQTTQuietTests: XCTestCase {
     private func mqttState(_ daemon: Daemon) throws -> String? {
         (try daemon.connect().request(["cmd": "status"])["mqtt"] as? [String: Any])?["state"] as? String

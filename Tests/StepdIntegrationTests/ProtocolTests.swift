@@ -292,7 +292,7 @@ final class DaemonLifecycleTests: XCTestCase {
     }
 
     /// Anything at the socket's path that is not a stale socket is someone's: the daemon refuses to start, says
-    /// why, and leaves it as it was (before: a regular file was deleted).
+    /// why, and leaves it as it was (a regular file there is not removed as a stale socket is).
     func testARegularFileOrDirectoryAtTheSocketPathIsRefusedAndLeftUntouched() throws {
         let dir = try TemporaryDirectory()
         let precious = Data("the administrator's notes\n".utf8)
@@ -311,8 +311,8 @@ final class DaemonLifecycleTests: XCTestCase {
         XCTAssert(second.log.contains("is a directory"), second.log)
     }
 
-    /// SIGHUP, SIGUSR1 and SIGUSR2 used to kill the daemon (their default action) without its final save.
-    /// Now HUP and USR2 are logged and ignored, USR1 logs the daemon's state; SIGTERM still saves the count.
+    /// SIGHUP, SIGUSR1 and SIGUSR2 would kill the daemon (their default action) without its final save: HUP and
+    /// USR2 are logged and ignored, USR1 logs the daemon's state; SIGTERM still saves the count.
     func testHUPUSR1AndUSR2NeitherKillTheDaemonNorCostItsSave() throws {
         let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--speed", "4", "--loop"])
         _ = try daemon.waitForSteps("steps") { ($0["steps"] as? Int ?? 0) > 0 }

@@ -92,9 +92,9 @@ final class ReplaySanityTests: XCTestCase {
     }
 
     /// A recording whose clock jumps a day forward and then an hour back, eight times: every step is stamped
-    /// within the replay's own minutes, and today's count equals the count. Before, a step confirmed after a
-    /// jump was stamped by the jumped clock: a day (less an hour) in the past, in yesterday's bins, or an hour
-    /// in the future, and `today` fell short of `steps`.
+    /// within the replay's own minutes, and today's count equals the count. A step confirmed after a jump is not
+    /// stamped by the jumped clock, which would put it a day (less an hour) in the past, in yesterday's bins, or
+    /// an hour in the future, and `today` short of `steps`.
     func testADayForwardThenAnHourBackStampsNoStepAwayFromTheReplay() throws {
         let directory = try TemporaryDirectory()
         var lines = try bundledLines()

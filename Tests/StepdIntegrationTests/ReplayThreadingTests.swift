@@ -9,8 +9,8 @@ import XCTest
 /// `pressurePath` on the main thread after `start` (BarometerChoice) while the playing thread feeds the pressure
 /// file. Nothing here can fail in an ordinary build; under ThreadSanitizer (`make test-tsan`, scripts/test's
 /// stage) an unsynchronised access between the two threads is a report, and a report fails the run (issue 26:
-/// on the main of 2026-11-26, `ReplaySource.pressure` was written by `PressureFeed.feed` on the playing thread
-/// and read by `pressurePath` on the caller's).
+/// `ReplaySource.pressure` is written by `PressureFeed.feed` on the playing thread and read by `pressurePath` on
+/// the caller's).
 final class ReplayThreadingTests: XCTestCase {
     /// Counts what the replay delivers in atomics, so that the sink itself has no access for the sanitizer to
     /// report (not a Mutex: ThreadSanitizer does not see Synchronization.Mutex's lock on Linux, and reports the

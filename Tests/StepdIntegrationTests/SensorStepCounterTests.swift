@@ -141,8 +141,8 @@ final class SensorStepCounterTests: XCTestCase {
     }
 
     /// With a barometer: once the counter counts and capture is off, the barometer is read in the counter's
-    /// reads (IIOReadAlong), as in the refills, at their pace (every 2 s walking), and its own thread sleeps;
-    /// before, it read at 4 Hz on its own thread all the while (16 wake-ups in these 4 s).
+    /// reads (IIOReadAlong), as in the refills, at their pace (every 2 s walking), and its own thread sleeps
+    /// (read at 4 Hz on its own thread, it would wake 16 times in these 4 s).
     func testWithCaptureOffTheBarometerIsReadInTheCountersReads() throws {
         let files = try TemporaryDirectory()
         let pressure = files.file("p.csv")

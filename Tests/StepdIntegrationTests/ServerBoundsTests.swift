@@ -10,7 +10,7 @@ final class ServerBoundsTests: XCTestCase {
 
     /// 30 connections ask for a day's track as GPX (86,400 points, 12 MB) and never read a byte: the document
     /// is made and goes out a piece at a time as a client reads, so the daemon holds its 64 KiB of unsent output
-    /// and a piece for each (before: each got its whole 12 MB line, 96 such clients took 1.23 GB). A reading
+    /// and a piece for each, never the whole 12 MB line. A reading
     /// client still gets the whole document, and status meanwhile.
     func testThirtyNeverReadingExportsOfADaysTrackStayUnder80MB() throws {
         let directory = try TemporaryDirectory()
@@ -68,8 +68,8 @@ final class ServerBoundsTests: XCTestCase {
 
     /// Issue 39, 1: two users each hold 32 connections that ask for a stored day (`from`, 86,400 points) as GPX
     /// and never read, reopening each one the daemon closes. The export is read from the store a page at a time as
-    /// the client reads, so each costs its unsent output and a page (before: the day's points, ~11 MB each; the
-    /// daemon grew by hundreds of MB). Root's `status` is answered every time meanwhile, and a reading client
+    /// the client reads, so each costs its unsent output and a page, not the day's points (~11 MB each). Root's
+    /// `status` is answered every time meanwhile, and a reading client
     /// still gets the whole day.
     func testNeverReadingStoredRangeExportsOfTwoUsersStayBounded() throws {
         try Unprivileged.requireTools()
@@ -116,8 +116,8 @@ final class ServerBoundsTests: XCTestCase {
 
     /// Issue 39, 1 (every large reply): a week of minute bins is a 1.5 MB `history` line. 20 connections ask for
     /// it and never read: each line goes out 16 KiB at a time as a document does, so a client that reads none of
-    /// it for 3 s is closed and its line dropped (before: each kept its whole line for as long as it stayed
-    /// connected, never closed). A reading client still gets the whole week.
+    /// it for 3 s is closed and its line dropped, rather than holding its whole line for as long as it stays
+    /// connected. A reading client still gets the whole week.
     func testNeverReadHistoryLinesAreClosedAfterTheirTimeout() throws {
         let directory = try TemporaryDirectory()
         let state = directory.file("state")
@@ -178,8 +178,8 @@ final class ServerBoundsTests: XCTestCase {
     }
 
     /// docs/protocol.md: a client may pipeline as many requests as it likes provided it reads the replies.
-    /// 200 `status` in one write from a client that then reads them: every reply, in order (before: closed
-    /// once 128 KiB of replies were unread, the rest lost to ECONNRESET).
+    /// 200 `status` in one write from a client that then reads them: every reply, in order, and the client is
+    /// not closed for the replies it has not read yet.
     func testTwoHundredPipelinedStatusRequestsInOneWriteAreAllAnsweredToAReader() throws {
         let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--loop"])
         let fd = try Self.connectNeverReading(daemon.socketPath)
@@ -211,8 +211,8 @@ final class ServerBoundsTests: XCTestCase {
         XCTAssertEqual(try daemon.connect().request(["cmd": "status"])["closed_clients"] as? Int, 0)
     }
 
-    /// A request line over 4096 bytes gets its ERROR with its id, wherever the id stands in it (before: no id,
-    /// and stepd-web's request hung until the daemon's slots were gone).
+    /// A request line over 4096 bytes gets its ERROR with its id, wherever the id stands in it (without the id,
+    /// a client that matches replies on ids, as stepd-web does, would wait for good).
     func testAnOverlongRequestsErrorCarriesItsID() throws {
         let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording])
         let client = try daemon.connect()

@@ -6,7 +6,7 @@ import XCTest
 
 /// SourceThread, which every source (IIO, gpsd, replay) runs on: `stop()` waits for a thread that stops, cuts a
 /// blocking read short, and gives up on a wedged one after its time-out, saying so by returning false (each
-/// source logs it: stop() is no longer @discardableResult, so a caller cannot drop it silently).
+/// source logs it: stop() is not @discardableResult, so a caller cannot drop it silently).
 final class SourceThreadTests: XCTestCase {
     func testStopWaitsUntilTheThreadHasEnded() {
         let thread = SourceThread(name: "test.cooperative")

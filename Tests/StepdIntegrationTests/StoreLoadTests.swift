@@ -53,7 +53,7 @@ final class StoreLoadTests: XCTestCase {
     }
 
     /// Issue 39, 8: SIGTERM while 48 connections wait for history and a stored track: the readers answer after
-    /// the server has stopped, onto an event loop that must still run (before: swift-nio's "Cannot schedule tasks
+    /// the server has stopped, onto an event loop that must still run (else swift-nio's "Cannot schedule tasks
     /// on an EventLoop that has already shut down", a crash with SWIFTNIO_STRICT=1, which NIO will make the default).
     func testSigtermWithReadsInFlightSchedulesNothingOnAStoppedEventLoop() throws {
         let directory = try TemporaryDirectory()

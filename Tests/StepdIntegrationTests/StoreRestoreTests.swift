@@ -24,8 +24,8 @@ final class StoreRestoreTests: XCTestCase {
 
     /// A backup (a stepd database of its own, with 5,000 minute bins of 2020) moved over the database of a
     /// daemon that is walking: the store notices, sets its own write-ahead log aside, and goes on in the backup
-    /// with every one of its bins. Before, SQLite replayed the old file's log over the backup at the reopen:
-    /// its pages were overwritten and the bins of 2020 were gone, with `integrity_check` saying ok.
+    /// with every one of its bins. Left beside the backup, the old file's log would be replayed over it by SQLite
+    /// at the reopen: its pages overwritten and the bins of 2020 gone, with `integrity_check` saying ok.
     func testABackupMovedOverTheRunningDatabaseKeepsAllItsBins() throws {
         let directory = try TemporaryDirectory()
         // The backup: a database made by stepd, stopped, then filled.

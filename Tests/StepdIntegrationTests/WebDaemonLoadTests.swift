@@ -14,8 +14,7 @@ final class WebDaemonLoadTests: XCTestCase {
 
     /// 100 HTTP clients ask stepd-web for a stored range's GeoJSON export (80,000 points, 4 MB) and never read
     /// (scripts/bench-load-web-hostile): stepd-web reads the daemon only as fast as each client takes the bytes,
-    /// so its RSS grows by a few MB (debug build: 5 MB; before, each export was held whole: 40 MB in 10 s here, and
-    /// 177 MB for 100 in the trial). A client
+    /// so its RSS grows by a few MB (debug build: 5 MB; no export is held whole). A client
     /// that reads gets the whole export; root's `status` and the page's GET of /api/status are answered
     /// throughout. ~25 s.
     func testHundredNeverReadingExportsKeepStepdWebSmall() throws {
@@ -42,8 +41,8 @@ final class WebDaemonLoadTests: XCTestCase {
 
     /// stepd-web in the admin group (which may reset) gets 400 history requests at once: it holds at most its pool's
     /// 8 connections to the daemon, answers the rest 503 with Retry-After once its queue is full, and root's
-    /// `status` on a new connection is answered every time. Before, admin connections skipped the per-user limit
-    /// and took the slots kept for root: stepd-web took all 32 of the daemon's slots here, and root was refused.
+    /// `status` on a new connection is answered every time: admin connections count in their user's share, so
+    /// stepd-web cannot take the slots kept for root.
     func testFourHundredHistoryRequestsFromAnAdminStepdWebLeaveRootsStatusAnswered() throws {
         try Unprivileged.requireTools()
         let directory = try TemporaryDirectory()
@@ -90,7 +89,7 @@ final class WebDaemonLoadTests: XCTestCase {
     }
 
     /// 20,000 resets with a wrong token: every one is answered 401, and stepd-web logs the first of each 10 s and
-    /// then the count of the rest ("... (N more times in the last 10 s)"), a handful of lines instead of 20,000.
+    /// then the count of the rest ("... (N more times in the last 10 s)"), a handful of lines, not one a refusal.
     func testTwentyThousandWrongTokensAreAFewLinesOfLog() throws {
         let directory = try TemporaryDirectory()
         let daemon = try Daemon(arguments: ["--device", "stepd-test-absent", "--no-gps"], directory: directory)

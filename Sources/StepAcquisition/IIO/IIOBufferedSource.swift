@@ -13,9 +13,8 @@ struct IIOBufferedSource {
     /// Where the barometer's reads are made after each refill (IIOReadAlong), so that it wakes nothing of its own.
     var readAlong: IIOReadAlong? = .shared
     /// Refills a second: the buffer (and watermark) holds rate / this many scans. Each refill wakes this
-    /// thread and the processing queue's worker, and each step wakes the socket server's event loop
-    /// (~1.7/s walking), so 1.5 refills keep the whole daemon near 5 wake-ups a second (issue 3) while
-    /// a step still shows within 0.7 s.
+    /// thread, which runs the batch on the processing queue itself, so 1.5 refills keep a walking daemon near
+    /// 2 wake-ups a second (docs/iio.md, "What it costs a wearable") while a step still shows within 0.7 s.
     static let refillsPerSecond = 1.5
     /// While the device lies still (StillnessDetector) the buffer holds this long: one refill every 5 s, and
     /// the first batch with motion brings the walking buffer back. Steps are not late for it: a bout's first

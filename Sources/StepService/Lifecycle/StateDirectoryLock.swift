@@ -6,7 +6,7 @@ import StepServer
 /// Two daemons writing one history would each think it owns the counter.
 ///
 /// The lock file goes with the directory (`rm -rf` under a running daemon), and a second daemon started then
-/// took the new one while the first went on, both running and each moving the other's database aside. So the
+/// would take the new one while the first goes on, both running and each moving the other's database aside. So the
 /// directory's path is also claimed by a listening socket in the abstract namespace (`@stepd-state:PATH`),
 /// which belongs to no folder: it survives the directory, and the kernel drops it with the process too.
 public final class StateDirectoryLock {

@@ -7,8 +7,8 @@ import Locking
 /// changed since the last ping.
 ///
 /// Two wake-ups a ping: the event loop for its tick, and a worker for the processing queue, which sends it.
-/// A timer of its own cost four (libdispatch's timer thread, the watchdog's queue, then the processing queue and
-/// the event loop), 0.27 a second at the unit's 15 s, more than half a still wearer's budget (docs/iio.md).
+/// A timer of its own would cost four (libdispatch's timer thread, the watchdog's queue, then the processing
+/// queue and the event loop), 0.27 a second at the unit's 15 s, more than half a still wearer's budget (docs/iio.md).
 public final class Watchdog: Sendable {
     /// Calls `tick` every `interval` seconds until the returned closure is called.
     public typealias Ticker = @Sendable (_ interval: TimeInterval, _ tick: @escaping @Sendable () -> Void) -> (@Sendable () -> Void)

@@ -3,7 +3,7 @@
 //   StepAcquisition → StepProcessing, CIIO, CGPS, CZlib      (sources: replay, IIO, gpsd)
 //   StepEngine      → StepProcessing, StepProtocol, Timekeeping (the processing queue; time comes from a DaemonClock)
 //   StepStore       → StepProcessing, StepProtocol, GRDB        (the history database and the MQTT outbox's rows)
-//   StepFleet       → StepEngine, StepStore, CMosquitto          (MQTT)
+//   StepFleet       → StepEngine, StepStore, CMosquitto, CLibSSL (MQTT)
 //   StepServer      → StepEngine, StepStore, StepFleet, swift-nio (the socket)
 //   StepService     → all four                                  (configuration, start and stop, systemd; no libiio, no libgps)
 //   StepResearch    → StepAcquisition, StepProcessing            (`stepd analyze`, `stepd bench`)
@@ -66,6 +66,8 @@ let package = Package(
         .target(name: "CMosquitto", path: "Sources/CMosquitto"),
         // libcrypto's HMAC-SHA256 for the MQTT device id, also loaded with dlopen on first use: no header needed.
         .target(name: "CLibCrypto", path: "Sources/CLibCrypto"),
+        // libssl for the TLS side of the MQTT relay (Sources/StepFleet/MQTTRelay.swift), loaded with dlopen too.
+        .target(name: "CLibSSL", path: "Sources/CLibSSL"),
 
         // Pure logic, no I/O: samples, resampling, filters, step detectors, geodesy, position tracking, and the
         // sink protocols through which sources hand their data to the engine.
@@ -102,7 +104,7 @@ let package = Package(
         ], path: "Sources/StepStore"),
         // Publishing to an MQTT broker (libmosquitto, loaded when configured): the fleet and Home Assistant.
         .target(name: "StepFleet", dependencies: [
-            "StepEngine", "StepStore", "StepProcessing", "StepProtocol", "Locking", "Timekeeping", "CMosquitto", "CLibCrypto",
+            "StepEngine", "StepStore", "StepProcessing", "StepProtocol", "Locking", "Timekeeping", "CMosquitto", "CLibCrypto", "CLibSSL",
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/StepFleet"),

@@ -13,7 +13,7 @@
 #define CMOSQ_FUNCTIONS(X) \
     X(mosquitto_lib_init) X(mosquitto_new) X(mosquitto_destroy) X(mosquitto_connect_callback_set) \
     X(mosquitto_disconnect_callback_set) X(mosquitto_publish_callback_set) X(mosquitto_will_set) \
-    X(mosquitto_username_pw_set) X(mosquitto_int_option) X(mosquitto_tls_set) X(mosquitto_threaded_set) \
+    X(mosquitto_username_pw_set) X(mosquitto_threaded_set) \
     X(mosquitto_connect_async) X(mosquitto_loop) X(mosquitto_disconnect) X(mosquitto_publish) \
     X(mosquitto_strerror) X(mosquitto_connack_string) X(mosquitto_socket)
 
@@ -98,14 +98,6 @@ int cmosq_set_will(cmosq_client *client, const char *topic, const char *payload,
 
 int cmosq_set_credentials(cmosq_client *client, const char *username, const char *password) {
     return p_mosquitto_username_pw_set(client->mosq, username, password);
-}
-
-int cmosq_set_tls(cmosq_client *client, const char *ca_file, const char *cert_file, const char *key_file) {
-    if (!ca_file) {
-        int rc = p_mosquitto_int_option(client->mosq, MOSQ_OPT_TLS_USE_OS_CERTS, 1);
-        if (rc != MOSQ_ERR_SUCCESS) return rc;
-    }
-    return p_mosquitto_tls_set(client->mosq, ca_file, NULL, cert_file, key_file, NULL);
 }
 
 void cmosq_set_threaded(cmosq_client *client) { p_mosquitto_threaded_set(client->mosq, true); }

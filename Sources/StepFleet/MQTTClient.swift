@@ -105,14 +105,17 @@ final class MQTTClient: @unchecked Sendable {
         try check(cmosq_set_credentials(client, username, password), "user name and password")
     }
 
+    /// TLS (mqtts://): the authorities, certificate and key are loaded now, so that a file OpenSSL cannot read
+    /// stops the start with its reason; the relay speaks TLS with the broker (MQTTRelay).
     func setTLS(caFile: String?, certFile: String?, keyFile: String?) throws {
-        try check(cmosq_set_tls(client, caFile, certFile, keyFile), "TLS files")
-        usesTLS = true
+        do { tls = try MQTTTLSContext(caFile: caFile, certFile: certFile, keyFile: keyFile) } catch {
+            throw Failure.setting("TLS files", reason: error.description)
+        }
     }
 
-    /// Over TLS the broker's bytes reach only libmosquitto (MQTTRelay cannot read them).
-    private var usesTLS = false
-    /// The most a packet from the broker may declare, on a plain connection (MQTTRelay).
+    /// The TLS settings of an mqtts:// broker; nil for mqtt://.
+    private var tls: MQTTTLSContext?
+    /// The most a packet from the broker may declare (MQTTRelay).
     var maximumIncomingPacketBytes = MQTTPacketSizeGuard.defaultLimitBytes
 
     /// Starts the network thread, which makes the first attempt at once. A broker that is down, or a name that
@@ -168,9 +171,15 @@ final class MQTTClient: @unchecked Sendable {
             var errorNumber: Int32 = 0
             sessionUp = false
             var code = cmosq_connect_async(client, host, port, keepaliveSeconds, &errorNumber)
-            // Every byte from a plain broker passes the packet-size guard before libmosquitto reads it.
-            let relay = code == cmosq_success() && !usesTLS
-                ? MQTTRelay(libraryDescriptor: cmosq_socket(client), limitBytes: maximumIncomingPacketBytes) : nil
+            // Every byte from the broker passes the packet-size guard before libmosquitto reads it; over TLS the
+            // relay is the TLS client, and without it libmosquitto's plain MQTT must not reach the broker.
+            let relay = code == cmosq_success()
+                ? MQTTRelay(libraryDescriptor: cmosq_socket(client), limitBytes: maximumIncomingPacketBytes, host: host, tls: tls) : nil
+            var relayMissing: String?
+            if code == cmosq_success(), relay == nil, tls != nil {
+                relayMissing = "cannot relay the TLS connection: \(String(cString: strerror(errno)))"
+                _ = shutdown(cmosq_socket(client), Int32(SHUT_RDWR))
+            }
             if code == cmosq_success() {
                 repeat {
                     let wait = stopping ? Self.stoppingLoopMilliseconds : Self.loopMilliseconds(keepaliveSeconds: keepaliveSeconds)
@@ -188,8 +197,8 @@ final class MQTTClient: @unchecked Sendable {
             if stopping { return }
             failures += 1
             let wait = backoff.seconds(afterFailures: failures)
-            let dropped = relay?.failure.map(Self.clause)
-            if let dropped { callbacks.dropped(dropped) }
+            let ending = relay?.ending
+            if case .dropped(let reason) = ending { callbacks.dropped(Self.clause(reason)) }
             // The timer is set before the owner hears of the wait, so that whoever acts on the news (a test moving
             // its clock) finds it set.
             let wake = self.wake
@@ -199,7 +208,7 @@ final class MQTTClient: @unchecked Sendable {
                     wake.broadcast()
                 }
             }
-            callbacks.waiting(dropped ?? Self.failureWords(code, errorNumber), wait)
+            callbacks.waiting(ending.map { Self.clause($0.reason) } ?? relayMissing ?? Self.failureWords(code, errorNumber), wait)
             wake.withLock {
                 while !stopRequested, !retryDue { wake.wait() }
                 retryDue = false

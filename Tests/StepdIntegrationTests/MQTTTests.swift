@@ -146,34 +146,13 @@ final class MQTTTests: XCTestCase {
         }
     }
 
-    /// Runs openssl; fails the test with its words.
-    private func openssl(_ arguments: [String]) throws {
-        let result = try runCommand("/usr/bin/openssl", arguments, timeout: 30)
-        XCTAssertEqual(result.status, 0, "openssl \(arguments.joined(separator: " ")): \(result.stderr)")
-    }
-
-    /// A test CA made now, a broker certificate for 127.0.0.1 and a client certificate, both signed by it.
-    private func makeCertificates(in directory: TemporaryDirectory) throws {
-        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-        try openssl(["req", "-x509"] + ec + ["-keyout", directory.file("ca.key"), "-out", directory.file("ca.crt"),
-                                           "-days", "2", "-subj", "/CN=stepd test CA"])
-        try "subjectAltName=IP:127.0.0.1\n".write(toFile: directory.file("san.ext"), atomically: true, encoding: .utf8)
-        for (name, subject, extensions) in [("server", "/CN=127.0.0.1", ["-extfile", directory.file("san.ext")]),
-                                            ("client", "/CN=wearable-07", [])] {
-            try openssl(["req"] + ec + ["-keyout", directory.file("\(name).key"), "-out", directory.file("\(name).csr"), "-subj", subject])
-            try openssl(["x509", "-req", "-in", directory.file("\(name).csr"), "-CA", directory.file("ca.crt"),
-                         "-CAkey", directory.file("ca.key"), "-CAcreateserial", "-days", "2",
-                         "-out", directory.file("\(name).crt")] + extensions)
-        }
-    }
-
     /// mqtts:// with a CA made at test time, a client certificate the broker requires, and a user whose password
     /// comes from a file only the service may read; every mqtt_* key from stepd.conf alone (ConfigKeysTests).
     /// While the replay walks, `<prefix>/steps` comes at most every 5 s, and does come every 5 s. The same
     /// password file readable by its group, or owned by another user, is refused with exit status 78. ~35 s.
     func testTLSWithATestCAClientCertificateAndPasswordFileFromStepdConf() throws {
         let directory = try TemporaryDirectory()
-        try makeCertificates(in: directory)
+        try makeTestCertificates(in: directory, signed: [("server", "/CN=127.0.0.1", "IP:127.0.0.1"), ("client", "/CN=wearable-07", nil)])
         let passwords = directory.file("broker-passwords")
         let made = try runCommand("/usr/bin/mosquitto_passwd", ["-c", "-b", passwords, "wearable-07", "correct horse"], timeout: 10)
         XCTAssertEqual(made.status, 0, made.stderr)

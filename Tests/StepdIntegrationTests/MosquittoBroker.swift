@@ -136,3 +136,27 @@ func retainedMessages(broker: MosquittoBroker, topics: [String], arguments: [Str
     }
     return retained
 }
+
+/// A test CA made now (`<authority>.crt` and `.key` in `directory`), and the certificates it signs: each
+/// `<name>.crt` with its `<name>.key`, for `subject`, with a subjectAltName when given (`IP:127.0.0.1`).
+func makeTestCertificates(in directory: TemporaryDirectory, authority: String = "ca",
+                          signed: [(name: String, subject: String, subjectAltName: String?)]) throws {
+    func openssl(_ arguments: [String]) throws {
+        let result = try runCommand("/usr/bin/openssl", arguments, timeout: 30)
+        XCTAssertEqual(result.status, 0, "openssl \(arguments.joined(separator: " ")): \(result.stderr)")
+    }
+    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    try openssl(["req", "-x509"] + ec + ["-keyout", directory.file("\(authority).key"), "-out", directory.file("\(authority).crt"),
+                                       "-days", "2", "-subj", "/CN=stepd test CA \(authority)"])
+    for (name, subject, subjectAltName) in signed {
+        var extensions: [String] = []
+        if let subjectAltName {
+            try "subjectAltName=\(subjectAltName)\n".write(toFile: directory.file("\(name).ext"), atomically: true, encoding: .utf8)
+            extensions = ["-extfile", directory.file("\(name).ext")]
+        }
+        try openssl(["req"] + ec + ["-keyout", directory.file("\(name).key"), "-out", directory.file("\(name).csr"), "-subj", subject])
+        try openssl(["x509", "-req", "-in", directory.file("\(name).csr"), "-CA", directory.file("\(authority).crt"),
+                     "-CAkey", directory.file("\(authority).key"), "-CAcreateserial", "-days", "2",
+                     "-out", directory.file("\(name).crt")] + extensions)
+    }
+}

@@ -17,15 +17,14 @@ typedef void (*cmosq_publish_callback)(void *context, int message_id);
 /// Not MOSQ_ERR_SUCCESS when the library cannot be loaded: cmosq_error_string says why. Call it before the rest.
 int cmosq_library_init(void);
 
-/// A client with a clean session, MQTT 3.1.1. NULL when out of memory or libmosquitto is not loaded.
+/// A client with a clean session, MQTT 3.1.1, plain: TLS is the relay's (Sources/StepFleet/MQTTRelay.swift).
+/// NULL when out of memory or libmosquitto is not loaded.
 cmosq_client *cmosq_new(const char *client_id, void *context, cmosq_connect_callback on_connect,
                         cmosq_disconnect_callback on_disconnect, cmosq_publish_callback on_publish);
 void cmosq_destroy(cmosq_client *client);
 
 int cmosq_set_will(cmosq_client *client, const char *topic, const char *payload, int qos, bool retain);
 int cmosq_set_credentials(cmosq_client *client, const char *username, const char *password);
-/// TLS: ca_file NULL trusts the system's certificate authorities; cert_file/key_file NULL: no client certificate.
-int cmosq_set_tls(cmosq_client *client, const char *ca_file, const char *cert_file, const char *key_file);
 /// Tells libmosquitto that another thread (the caller's) runs its loop, so that a publish from any thread wakes it.
 void cmosq_set_threaded(cmosq_client *client);
 /// mosquitto_connect_async: starts a connection (non-blocking); `error_number` receives errno at once, for

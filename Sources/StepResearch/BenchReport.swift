@@ -32,7 +32,7 @@ struct BenchReport {
             Swift.print(header)
             for trace in traces {
                 let first = rows.first { $0.trace == trace }!
-                var line = String(trace.prefix(28)).padded(28) + String(first.placement.prefix(14)).padded(14)
+                var line = String(trace.prefix(27)).padded(28) + String(first.placement.prefix(13)).padded(14)
                     + String(format: "  %4d", first.trueCount)
                 for kind in kinds {
                     guard let score = rows.first(where: { $0.trace == trace && $0.detector == kind.rawValue }) else { continue }
@@ -100,7 +100,7 @@ struct BenchReport {
                     + "  recall%  lowest%  unit    worst error; lowest recall")
         for set in Self.sets(rows) {
             for (name, summary) in ScoreSummary.grouped(rows.filter { $0.set == set }, by: key) {
-                var line = set.padded(16) + String(name.prefix(15)).padded(16) + String(format: "%6d", summary.traces)
+                var line = set.padded(15) + " " + String(name.prefix(15)).padded(16) + String(format: "%6d", summary.traces)
                 if let mean = summary.meanErrorPercent {
                     line += String(format: " %6d  %8d  %9.2f  %10.2f", summary.trueCount, summary.detectedCount, mean,
                                    summary.worstErrorPercent ?? 0)

@@ -96,12 +96,12 @@ package struct Bench: ParsableCommand {
         var scores: [TraceScore] = []
         var latency = LatencyProbe(kind: kinds[0])
         for trace in traces {
-            let (detected, recordedSeconds) = try Self.detect(trace, kinds: kinds, latency: &latency)
+            let (detected, recordedSeconds, ungated) = try Self.detect(trace, kinds: kinds, latency: &latency)
             let repair = trace.kind == .instants && (truth == .repaired || (truth == .auto && trace.meta.footSwitchTruth))
             let scoredTruth = repair ? GroundTruthRepair.repaired(trace.truth) : trace.truth
             scores += zip(kinds, detected).map { kind, steps in
-                Self.score(trace, detector: kind, steps: steps, scoredTruth: scoredTruth, recordedSeconds: recordedSeconds,
-                           toleranceSeconds: toleranceSeconds)
+                Self.score(trace, detector: kind, steps: steps, ungatedSteps: kind == .peak ? ungated : nil, scoredTruth: scoredTruth,
+                           recordedSeconds: recordedSeconds, toleranceSeconds: toleranceSeconds)
             }
             guard trace.kind == .instants || trace.kind == .stepFree else { continue }
             var row = BenchTable.Row(folder: trace.folder, trace: trace.name, placement: trace.meta.placement, repaired: repair)
@@ -132,7 +132,7 @@ package struct Bench: ParsableCommand {
     }
 
     /// One trace's scores for one detector, by what its truth is.
-    static func score(_ trace: Trace, detector: StepDetectorKind, steps: [Double], scoredTruth: [Double],
+    static func score(_ trace: Trace, detector: StepDetectorKind, steps: [Double], ungatedSteps: [Double]?, scoredTruth: [Double],
                       recordedSeconds: Double, toleranceSeconds: Double) -> TraceScore {
         let meta = trace.meta
         var score = TraceScore(set: trace.folder, trace: trace.name, placement: meta.placement, person: meta.person,
@@ -147,12 +147,16 @@ package struct Bench: ParsableCommand {
             let bouts = meta.walkingBout.map { [$0] } ?? WalkingRecall.bouts(trueTimes: scoredTruth)
             score.walkingRecall = WalkingRecall.perStep(trueTimes: scoredTruth, detectedTimes: steps, bouts: bouts,
                                                         toleranceSeconds: toleranceSeconds)
+            score.gateRecall = ungatedSteps.map {
+                WalkingRecall.gateShare(trueTimes: scoredTruth, gatedTimes: steps, ungatedTimes: $0, bouts: bouts, toleranceSeconds: toleranceSeconds)
+            }
         case .count:
             score.trueCount = meta.stepCount ?? 0
             if let walk = meta.walkingBout {
                 // A step is reported at its own instant; a second either side takes in the first and last footfall.
                 score.detectedInWalk = steps.filter { (walk.lowerBound - 1)...(walk.upperBound + 1) ~= $0 }.count
                 score.walkingRecall = WalkingRecall.perSecond(detectedTimes: steps, walk: walk)
+                score.gateRecall = ungatedSteps.map { WalkingRecall.gateShare(gatedTimes: steps, ungatedTimes: $0, walk: walk) }
             }
         case .labels:
             for segment in meta.segments {
@@ -167,9 +171,16 @@ package struct Bench: ParsableCommand {
 
     /// One streaming pass over a trace: every detector's pipeline, and the report delay of the first. Also returns
     /// the seconds recorded: the sum of the sampling intervals, less any gap the pipeline restarts after.
-    static func detect(_ trace: Trace, kinds: [StepDetectorKind], latency: inout LatencyProbe) throws -> (steps: [[Double]], recordedSeconds: Double) {
-        let pipelines = kinds.map { StepPipeline(detector: $0.make(sampleRateHz: 60)) }
-        var steps = Array(repeating: [Double](), count: kinds.count)
+    static func detect(_ trace: Trace, kinds: [StepDetectorKind], latency: inout LatencyProbe) throws -> (steps: [[Double]], recordedSeconds: Double, ungated: [Double]?) {
+        var pipelines = kinds.map { StepPipeline(detector: $0.make(sampleRateHz: 60)) }
+        // The peak detector without its walking gate, beside it: what the gate let through of what it was offered.
+        let ungatedIndex = kinds.contains(.peak) ? pipelines.count : nil
+        if ungatedIndex != nil {
+            var configuration = PeakStepDetector.Configuration(sampleRateHz: 60)
+            configuration.gate = nil
+            pipelines.append(StepPipeline(detector: PeakStepDetector(configuration: configuration)))
+        }
+        var steps = Array(repeating: [Double](), count: pipelines.count)
         var recorded = 0.0, last = Double.nan
         let gap = pipelines.first?.resampler.maximumGapSeconds ?? 0.5
         latency.startTrace()
@@ -182,7 +193,7 @@ package struct Bench: ParsableCommand {
                 last = sample.time
             }
         }
-        return (steps, recorded)
+        return (Array(steps.prefix(kinds.count)), recorded, ungatedIndex.map { steps[$0] })
     }
 
     /// How long after its instant each step is reported: steps that come alone are inside a bout; steps that

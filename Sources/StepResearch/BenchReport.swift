@@ -14,6 +14,7 @@ struct BenchReport {
         guard !walks.isEmpty else { return }
         for kind in kinds {
             let mine = walks.filter { $0.detector == kind.rawValue }
+            printSummaries(title: "== by set (\(kind.rawValue))", mine, key: { _ in "all" })
             printSummaries(title: "== by set and placement (\(kind.rawValue))", mine, key: { $0.placement })
             printSummaries(title: "== by set and person (\(kind.rawValue))", mine, key: { $0.person })
         }
@@ -95,9 +96,10 @@ struct BenchReport {
     /// One line per set and group: count error, F1 where step instants are known, walking recall.
     private func printSummaries(title: String, _ rows: [TraceScore], key: (TraceScore) -> String) {
         Swift.print(title + ": count error over the recording; recall = the walking recall (per step: true steps in walking "
-                    + "bouts paired with a detected step; per second: the share of the walk covered by counted steps)")
+                    + "bouts paired with a detected step; per second: the share of the walk covered by counted steps); "
+                    + "gate = of what the detector without its walking gate found there, the share the gate let through")
         Swift.print("set".padded(16) + "group".padded(16) + "traces   true  detected  mean err%  worst err%  mean F1  min F1"
-                    + "  recall%  lowest%  unit    worst error; lowest recall")
+                    + "  recall%  lowest%    gate%  lowest%  unit    worst error; lowest recall; lowest gate")
         for set in Self.sets(rows) {
             for (name, summary) in ScoreSummary.grouped(rows.filter { $0.set == set }, by: key) {
                 var line = set.padded(15) + " " + String(name.prefix(15)).padded(16) + String(format: "%6d", summary.traces)
@@ -109,11 +111,12 @@ struct BenchReport {
                 }
                 line += summary.meanF1.map { String(format: "  %7.4f  %6.3f", $0, summary.minimumF1 ?? 0) } ?? "        -       -"
                 if let recall = summary.walkingRecall {
-                    line += String(format: "  %7.2f  %7.2f  ", recall.percent, summary.lowestRecallPercent ?? 100)
-                        + (recall.unit == .steps ? "step  " : "second")
-                        + "  \(summary.worstErrorTrace ?? "-"); \(summary.lowestRecallTrace ?? "-")"
+                    line += String(format: "  %7.2f  %7.2f", recall.percent, summary.lowestRecallPercent ?? 100)
+                        + (summary.gateRecall.map { String(format: "  %7.2f  %7.2f", $0.percent, summary.lowestGatePercent ?? 100) } ?? "        -        -")
+                        + "  " + (recall.unit == .steps ? "step  " : "second")
+                        + "  \(summary.worstErrorTrace ?? "-"); \(summary.lowestRecallTrace ?? "-"); \(summary.lowestGateTrace ?? "-")"
                 } else if summary.activitySteps["walking"] != nil {
-                    line += "        -        -  no step truth: \(summary.walksWithoutSteps) walks without steps, "
+                    line += "        -        -        -        -  no step truth: \(summary.walksWithoutSteps) walks without steps, "
                         + "\(summary.activitySteps["seated"] ?? 0) steps while seated"
                 }
                 Swift.print(line)
@@ -168,6 +171,11 @@ struct BenchReport {
             object["walking_recall_unit"] = recall.unit.rawValue
             object["walking_recall_kept"] = rounded(recall.kept)
             object["walking_recall_total"] = rounded(recall.total)
+        }
+        if let gate = score.gateRecall {
+            object["gate_recall_pct"] = rounded(gate.percent)
+            object["gate_recall_kept"] = rounded(gate.kept)
+            object["gate_recall_total"] = rounded(gate.total)
         }
         if score.truth == .labels {
             object["activity_steps"] = score.activitySteps

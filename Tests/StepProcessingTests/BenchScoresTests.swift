@@ -50,6 +50,22 @@ final class BenchScoresTests: XCTestCase {
         XCTAssertEqual(WalkingRecall(unit: .steps, kept: 0, total: 0).percent, 100, "nothing to let through")
     }
 
+    func testTheGateIsChargedOnlyWithTheStepsTheDetectorWithoutItFound() {
+        let truth = walk(from: 0, steps: 20)
+        // Without the gate the cycle finder misses steps 10 and 11; with it, the first six are lost too.
+        let ungated = truth.enumerated().filter { ![10, 11].contains($0.offset) }.map(\.element)
+        let gated = Array(ungated.dropFirst(6))
+        let bouts = WalkingRecall.bouts(trueTimes: truth)
+        XCTAssertEqual(WalkingRecall.gateShare(trueTimes: truth, gatedTimes: gated, ungatedTimes: ungated, bouts: bouts),
+                       WalkingRecall(unit: .steps, kept: 12, total: 18))
+        XCTAssertEqual(WalkingRecall.perStep(trueTimes: truth, detectedTimes: gated, bouts: bouts).kept, 12, "end to end: 12 of 20")
+        // Per second: without the gate steps cover [1.5, 10.25]; with it from 4.5 s on.
+        let seconds = WalkingRecall.gateShare(gatedTimes: walk(from: 5, steps: 11), ungatedTimes: walk(from: 2, steps: 17), walk: 0...20)
+        XCTAssertEqual(seconds.unit, .seconds)
+        XCTAssertEqual(seconds.total, 8.75, accuracy: 1e-9)
+        XCTAssertEqual(seconds.kept, 5.75, accuracy: 1e-9)
+    }
+
     func testRecallIsPooledOnlyOverOneUnit() {
         let a = WalkingRecall(unit: .steps, kept: 9, total: 10), b = WalkingRecall(unit: .steps, kept: 90, total: 90)
         XCTAssertEqual(WalkingRecall.pooled([a, b]), WalkingRecall(unit: .steps, kept: 99, total: 100))

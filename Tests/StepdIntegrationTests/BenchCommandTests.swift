@@ -92,15 +92,18 @@ final class BenchCommandTests: XCTestCase {
         XCTAssertEqual(bench.status, 0, bench.stderr)
         let lines = bench.stdout.split(separator: "\n").map(String.init)
         let set = root.lastPathComponent
-        // "<set> hand 1 182 <detected> <mean err> <worst err> <mean F1> <min F1> <recall> <lowest> step walk-inhand; walk-inhand"
+        // "<set> hand 1 182 <detected> <mean err> <worst err> <mean F1> <min F1> <recall> <lowest> <gate> <lowest> step walk-inhand; ..."
         let placement = try XCTUnwrap(lines.drop { !$0.hasPrefix("== by set and placement (peak)") }.first { $0.hasPrefix(set) }, bench.stdout)
         let fields = placement.split(separator: " ")
         XCTAssertEqual(fields[1], "hand")
         XCTAssertEqual(Int(fields[3]), 182)
-        XCTAssertEqual(fields[11], "step", "the truth gives instants: recall per step")
+        XCTAssertEqual(fields[13], "step", "the truth gives instants: recall per step")
         let recall = try XCTUnwrap(Double(fields[9]))
         XCTAssertGreaterThan(recall, 90)
         XCTAssertLessThanOrEqual(recall, 100)
+        let gate = try XCTUnwrap(Double(fields[11]), "the gate's own share, beside the detector without it")
+        XCTAssertGreaterThanOrEqual(gate, recall - 0.01, "the gate is charged only with what the detector without it found")
+        XCTAssertLessThanOrEqual(gate, 100)
         let person = try XCTUnwrap(lines.drop { !$0.hasPrefix("== by set and person (peak)") }.first { $0.hasPrefix(set) }, bench.stdout)
         XCTAssertEqual(person.split(separator: " ")[1], "Jamie", "the subject's first word")
         // The same figures, one JSON object per trace and detector.
@@ -112,6 +115,7 @@ final class BenchCommandTests: XCTestCase {
         XCTAssertEqual(record["true_steps"] as? Int, 182)
         XCTAssertEqual(record["walking_recall_unit"] as? String, "steps")
         XCTAssertEqual(try XCTUnwrap(record["walking_recall_pct"] as? Double), recall, accuracy: 0.01)
+        XCTAssertEqual(try XCTUnwrap(record["gate_recall_pct"] as? Double), gate, accuracy: 0.01)
         XCTAssertEqual(record["detected_steps"] as? Int, Int(fields[4]))
     }
 

@@ -27,6 +27,9 @@ public struct TraceScore: Equatable, Sendable {
     /// Count truth: the steps detected inside the walk (its start and end widened by a second).
     public var detectedInWalk: Int?
     public var walkingRecall: WalkingRecall?
+    /// The gate's own share of it (`WalkingRecall.gateShare`): what the detector without its gate found and the gate
+    /// let through. Only for a detector with a gate.
+    public var gateRecall: WalkingRecall?
     /// Steps detected inside each labelled activity's segments, and the seconds of each activity.
     public var activitySteps: [String: Int] = [:]
     public var activitySeconds: [String: Double] = [:]
@@ -82,6 +85,10 @@ public struct ScoreSummary: Equatable, Sendable {
     public var walkingRecall: WalkingRecall?
     public var lowestRecallPercent: Double?
     public var lowestRecallTrace: String?
+    /// The gate's own share, pooled, and the lowest single trace's.
+    public var gateRecall: WalkingRecall?
+    public var lowestGatePercent: Double?
+    public var lowestGateTrace: String?
     /// Labels: runs with walking in which no step was counted, and the steps of each activity.
     public var walksWithoutSteps = 0
     public var activitySteps: [String: Int] = [:]
@@ -109,6 +116,11 @@ public struct ScoreSummary: Equatable, Sendable {
         walkingRecall = WalkingRecall.pooled(recalls.map(\.0))
         if let lowest = recalls.filter({ $0.0.total > 0 }).min(by: { $0.0.percent < $1.0.percent }) {
             (lowestRecallPercent, lowestRecallTrace) = (lowest.0.percent, lowest.1)
+        }
+        let gates = scores.compactMap { score in score.gateRecall.map { ($0, score.trace) } }
+        gateRecall = WalkingRecall.pooled(gates.map(\.0))
+        if let lowest = gates.filter({ $0.0.total > 0 }).min(by: { $0.0.percent < $1.0.percent }) {
+            (lowestGatePercent, lowestGateTrace) = (lowest.0.percent, lowest.1)
         }
         walksWithoutSteps = scores.filter(\.isWalkWithoutSteps).count
         for score in scores {

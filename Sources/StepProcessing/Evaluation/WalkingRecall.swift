@@ -66,8 +66,37 @@ public struct WalkingRecall: Equatable, Sendable {
     /// Per second: the share of `walk` covered by runs of detected steps.
     public static func perSecond(detectedTimes: [Double], walk: ClosedRange<Double>,
                                  maximumStepIntervalSeconds: Double = maximumStepIntervalSeconds) -> WalkingRecall {
+        let covered = coveredSpans(detectedTimes: detectedTimes, walk: walk, maximumStepIntervalSeconds: maximumStepIntervalSeconds)
+        return WalkingRecall(unit: .seconds, kept: covered.reduce(0) { $0 + $1.upperBound - $1.lowerBound },
+                             total: walk.upperBound - walk.lowerBound)
+    }
+
+    /// The gate's own share, per step: of the true steps inside `bouts` that the detector without its gate pairs,
+    /// those that the detector with it pairs too. A footfall the cycle finder misses is out of it, as the gate never
+    /// saw it.
+    public static func gateShare(trueTimes: [Double], gatedTimes: [Double], ungatedTimes: [Double], bouts: [ClosedRange<Double>],
+                                 toleranceSeconds: Double = 0.25) -> WalkingRecall {
+        let ungated = pairedTrueSteps(trueTimes: trueTimes, detectedTimes: ungatedTimes, bouts: bouts, toleranceSeconds: toleranceSeconds)
+        let gated = pairedTrueSteps(trueTimes: trueTimes, detectedTimes: gatedTimes, bouts: bouts, toleranceSeconds: toleranceSeconds)
+        return WalkingRecall(unit: .steps, kept: Double(ungated.intersection(gated).count), total: Double(ungated.count))
+    }
+
+    /// The gate's own share, per second: of the walk's seconds that the detector without its gate covers with
+    /// counted steps, those that the detector with it covers too.
+    public static func gateShare(gatedTimes: [Double], ungatedTimes: [Double], walk: ClosedRange<Double>) -> WalkingRecall {
+        let ungated = coveredSpans(detectedTimes: ungatedTimes, walk: walk), gated = coveredSpans(detectedTimes: gatedTimes, walk: walk)
+        var both = 0.0
+        for a in ungated {
+            for b in gated { both += max(0, min(a.upperBound, b.upperBound) - max(a.lowerBound, b.lowerBound)) }
+        }
+        return WalkingRecall(unit: .seconds, kept: both, total: ungated.reduce(0) { $0 + $1.upperBound - $1.lowerBound })
+    }
+
+    /// The spans of `walk` covered by runs of detected steps (disjoint, in order).
+    static func coveredSpans(detectedTimes: [Double], walk: ClosedRange<Double>,
+                             maximumStepIntervalSeconds: Double = maximumStepIntervalSeconds) -> [ClosedRange<Double>] {
         let times = detectedTimes.sorted()
-        var covered = 0.0
+        var spans: [ClosedRange<Double>] = []
         var start = 0
         for i in times.indices where i == times.count - 1 || times[i + 1] - times[i] > maximumStepIntervalSeconds {
             let run = times[start...i]
@@ -75,12 +104,27 @@ public struct WalkingRecall: Equatable, Sendable {
             // A lone step covers nothing: a step is a walk only with the steps around it.
             if !intervals.isEmpty {
                 let step = median(&intervals)
-                let from = max(run.first! - step, walk.lowerBound), to = min(run.last! + step / 2, walk.upperBound)
-                covered += max(0, to - from)
+                let from = max(run.first! - step, walk.lowerBound, spans.last?.upperBound ?? -.infinity)
+                let to = min(run.last! + step / 2, walk.upperBound)
+                if to > from { spans.append(from...to) }
             }
             start = i + 1
         }
-        return WalkingRecall(unit: .seconds, kept: covered, total: walk.upperBound - walk.lowerBound)
+        return spans
+    }
+
+    /// The true steps inside `bouts` that pair with a detected step, as `StepMatching` pairs them.
+    static func pairedTrueSteps(trueTimes: [Double], detectedTimes: [Double], bouts: [ClosedRange<Double>],
+                                toleranceSeconds: Double) -> Set<Double> {
+        let truth = trueTimes.sorted(), detected = detectedTimes.sorted()
+        let lag = StepMatching.medianLag(trueTimes: truth, detectedTimes: detected)
+        var paired = Set<Double>()
+        for bout in bouts {
+            let margin = (bout.lowerBound - toleranceSeconds)...(bout.upperBound + toleranceSeconds)
+            paired.formUnion(StepMatching.pairedTruth(truth: truth.filter { bout.contains($0) }, detected: detected.filter { margin.contains($0 - lag) },
+                                                      lagSeconds: lag, toleranceSeconds: toleranceSeconds))
+        }
+        return paired
     }
 
     /// The pooled recall of several traces of one unit: the sums of kept and total. Nil when empty or mixed.

@@ -27,9 +27,10 @@ struct BenchReport {
             let rows = counted.filter { $0.set == set }
             let traces = Self.uniqueTraces(rows)
             Swift.print("== \(set) (\(traces.count) walks, truth a step count; error = |detected - true| / true over the recording, "
-                        + "and inside the walk widened by 1 s; recall = the share of the walk covered by runs of counted steps)")
+                        + "and inside the walk widened by 1 s; recall = the share of the walk covered by runs of counted steps; "
+                        + "steps% = min(detected in the walk, true) / true)")
             var header = "trace".padded(28) + "placement".padded(14) + "  true"
-            for kind in kinds { header += "  | " + "\(kind.rawValue): whole  err%  walk  err%  recall%".leftPadded(40) }
+            for kind in kinds { header += "  | " + "\(kind.rawValue): whole  err%  walk  err%  recall%  steps%".leftPadded(48) }
             Swift.print(header)
             for trace in traces {
                 let first = rows.first { $0.trace == trace }!
@@ -37,8 +38,9 @@ struct BenchReport {
                     + String(format: "  %4d", first.trueCount)
                 for kind in kinds {
                     guard let score = rows.first(where: { $0.trace == trace && $0.detector == kind.rawValue }) else { continue }
-                    line += String(format: "  | %17d %5.1f %5d %5.1f %8.2f", score.detectedCount, score.errorPercent ?? .nan,
-                                   score.detectedInWalk ?? 0, score.walkErrorPercent ?? .nan, score.walkingRecall?.percent ?? .nan)
+                    line += String(format: "  | %17d %5.1f %5d %5.1f %8.2f %7.2f", score.detectedCount, score.errorPercent ?? .nan,
+                                   score.detectedInWalk ?? 0, score.walkErrorPercent ?? .nan, score.walkingRecall?.percent ?? .nan,
+                                   score.walkCountRecallPercent ?? .nan)
                 }
                 Swift.print(line)
             }
@@ -47,11 +49,12 @@ struct BenchReport {
                 let summary = ScoreSummary(mine)
                 let walkErrors = mine.compactMap(\.walkErrorPercent)
                 Swift.print("-- \(set) total, " + kind.rawValue + String(format: ": true %d detected %d (total error %+.2f%%), mean error %.2f%%, worst %.2f%% (%@); "
-                                   + "inside the walk mean %.2f%%, worst %.2f%%; walks over 10%%: %d",
+                                   + "inside the walk mean %.2f%%, worst %.2f%%; walks over 10%%: %d; steps let through inside the walks %.2f%%",
                                    summary.trueCount, summary.detectedCount, summary.totalErrorPercent, summary.meanErrorPercent ?? 0,
                                    summary.worstErrorPercent ?? 0, summary.worstErrorTrace ?? "-",
                                    walkErrors.isEmpty ? 0 : walkErrors.reduce(0, +) / Double(walkErrors.count), walkErrors.max() ?? 0,
-                                   mine.filter { ($0.errorPercent ?? 0) > 10 }.count))
+                                   mine.filter { ($0.errorPercent ?? 0) > 10 }.count,
+                                   Double(mine.reduce(0) { $0 + min($1.detectedInWalk ?? 0, $1.trueCount) }) / Double(max(summary.trueCount, 1)) * 100))
             }
         }
     }
@@ -166,6 +169,7 @@ struct BenchReport {
         if let f1 = score.f1 { object["f1"] = rounded(f1) }
         if let inWalk = score.detectedInWalk { object["walk_detected_steps"] = inWalk }
         if let error = score.walkErrorPercent { object["walk_error_pct"] = rounded(error) }
+        if let recall = score.walkCountRecallPercent { object["walk_count_recall_pct"] = rounded(recall) }
         if let recall = score.walkingRecall {
             object["walking_recall_pct"] = rounded(recall.percent)
             object["walking_recall_unit"] = recall.unit.rawValue

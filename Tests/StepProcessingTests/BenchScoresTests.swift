@@ -109,6 +109,10 @@ final class BenchScoresTests: XCTestCase {
         let summary = ScoreSummary([cambridge])
         XCTAssertEqual(cambridge.errorPercent!, 10, accuracy: 1e-9)
         XCTAssertEqual(cambridge.walkErrorPercent!, 0, accuracy: 1e-9)
+        XCTAssertEqual(cambridge.walkCountRecallPercent!, 100, accuracy: 1e-9)
+        cambridge.detectedInWalk = 63
+        XCTAssertEqual(cambridge.walkCountRecallPercent!, 90, accuracy: 1e-9, "7 of 70 steps not let through")
+        cambridge.detectedInWalk = 70
         XCTAssertNil(cambridge.f1)
         XCTAssertNil(summary.meanF1)
         XCTAssertEqual(summary.meanErrorPercent!, 10, accuracy: 1e-9)

@@ -59,6 +59,13 @@ public struct TraceScore: Equatable, Sendable {
         return Double(abs(inWalk - trueCount)) / Double(trueCount) * 100
     }
 
+    /// Count truth: the steps let through inside the walk, min(detected there, true) / true, percent. Blind to a
+    /// drop that extra steps make up for, but not fooled by a labelled walk that begins before the walking.
+    public var walkCountRecallPercent: Double? {
+        guard let inWalk = detectedInWalk, trueCount > 0 else { return nil }
+        return Double(min(inWalk, trueCount)) / Double(trueCount) * 100
+    }
+
     public var f1: Double? {
         matchedCount.map { StepAccuracy(trueCount: trueCount, detectedCount: detectedCount, matchedCount: $0, lagSeconds: 0).f1 }
     }

@@ -27,7 +27,9 @@ package struct Bench: ParsableCommand {
             Every set is also summed per placement and per person ("subject"), with the walking recall: per step, \
             the true steps inside walking bouts (meta.json's, or runs of 10 or more true steps less than 2 s \
             apart) that a detected step pairs with; for a count truth, per second, the share of the walk covered \
-            by runs of counted steps. A folder that does not exist is skipped and named. --json FILE writes every \
+            by runs of counted steps (and min(detected, true) / true inside the walk); and the gate's own share of \
+            it: of what the peak detector finds with its walking gate removed, run beside it, the share the gated \
+            one keeps. A folder that does not exist is skipped and named. --json FILE writes every \
             trace's scores as one JSON object a line (docs/step-detection.md).
             """)
 

@@ -6,7 +6,7 @@ import StepProcessing
 /// Scores detectors on recordings with ground truth, and times the pipeline.
 package struct Bench: ParsableCommand {
     package static let configuration = CommandConfiguration(
-        abstract: "Score step detectors on folders of traces (accel.csv[.gz] + steps.csv) and time the pipeline.",
+        abstract: "Score step detectors on folders of traces per set, placement and person, and time the pipeline.",
         discussion: """
             Each DIR is a trace folder or a folder of trace folders (the layout of ../shared/data/README.md). \
             Prints per trace, per folder and per placement (from each trace's meta.json): true and detected \

@@ -6,7 +6,7 @@ import StepProcessing
 /// Scores detectors on recordings with ground truth, and times the pipeline.
 package struct Bench: ParsableCommand {
     package static let configuration = CommandConfiguration(
-        abstract: "Score step detectors on folders of traces (accel.csv[.gz] + steps.csv) and time the pipeline.",
+        abstract: "Score step detectors on folders of traces per set, placement and person, and time the pipeline.",
         discussion: """
             Each DIR is a trace folder or a folder of trace folders (the layout of ../shared/data/README.md). \
             Prints per trace, per folder and per placement (from each trace's meta.json): true and detected \
@@ -19,6 +19,18 @@ package struct Bench: ParsableCommand {
             steps per hour of recording. Then the report delay and the throughput of the first detector's pipeline \
             on one core, each recording streamed from its file (never held whole), with the split of the time \
             between gunzip, parsing and the pipeline.
+
+            Traces without steps.csv are scored by what their meta.json gives: a step count and the walk's start and \
+            end ("step_count", "walking_bout_s": the Cambridge walks of scripts/convert-cambridge) give the count \
+            error over the recording and inside the walk; activity segments alone ("walking_s", "seated_s", ...: \
+            scripts/convert-sp-sw-har) give the steps of each activity and the runs whose walking got no step. \
+            Every set is also summed per placement and per person ("subject"), with the walking recall: per step, \
+            the true steps inside walking bouts (meta.json's, or runs of 10 or more true steps less than 2 s \
+            apart) that a detected step pairs with; for a count truth, per second, the share of the walk covered \
+            by runs of counted steps (and min(detected, true) / true inside the walk); and the gate's own share of \
+            it: of what the peak detector finds with its walking gate removed, run beside it, the share the gated \
+            one keeps. A folder that does not exist is skipped and named. --json FILE writes every \
+            trace's scores as one JSON object a line (docs/step-detection.md).
             """)
 
     @Option(name: .customLong("detector"), help: "Detectors to score (repeatable); the first is timed. Default: the default detector and threshold.")
@@ -36,6 +48,9 @@ package struct Bench: ParsableCommand {
     @Option(help: "Ground truth to score against: auto (repaired where meta.json says foot switches), recorded, repaired.")
     var truth: TruthChoice = .auto
 
+    @Option(help: "Also write each trace's scores, one JSON object per trace and detector a line, to this file.")
+    var json: String?
+
     @Argument(help: "Folders of traces.")
     var folders: [String]
 
@@ -48,8 +63,10 @@ package struct Bench: ParsableCommand {
         var name: String
         /// The recording, read in one streaming pass whenever it is needed.
         var accelPath: String
+        /// Step instants; empty where the truth is a count or activity labels.
         var truth: [Double]
         var meta = TraceMeta()
+        var kind = TraceScore.Truth.instants
     }
 
     package init() {}
@@ -62,19 +79,36 @@ package struct Bench: ParsableCommand {
                 }
                 return kind
             }
-        var traces: [Trace] = []
-        for folder in folders { traces += try Self.loadTraces(in: folder) }
-        guard !traces.isEmpty else { throw ValidationError("no traces (accel.csv[.gz] + steps.csv) under \(folders.joined(separator: ", "))") }
+        var traces: [Trace] = [], skipped: [String] = []
+        for folder in folders {
+            guard FileManager.default.fileExists(atPath: folder) else {
+                skipped.append(folder)
+                continue
+            }
+            traces += try Self.loadTraces(in: folder)
+        }
+        if !skipped.isEmpty { print("skipped (no such folder): \(skipped.joined(separator: ", "))") }
+        guard !traces.isEmpty else {
+            // A machine without the data sets (a clean CI clone) is told what was skipped, not failed.
+            if skipped.count == folders.count { print("nothing to score: none of the folders exists"); return }
+            throw ValidationError("no traces (accel.csv[.gz] + steps.csv, or meta.json with a step count or activity segments) under \(folders.joined(separator: ", "))")
+        }
 
         var table = BenchTable(kinds: kinds)
+        var scores: [TraceScore] = []
         var latency = LatencyProbe(kind: kinds[0])
         for trace in traces {
-            let repair = truth == .repaired || (truth == .auto && trace.meta.footSwitchTruth)
+            let (detected, recordedSeconds, ungated) = try Self.detect(trace, kinds: kinds, latency: &latency)
+            let repair = trace.kind == .instants && (truth == .repaired || (truth == .auto && trace.meta.footSwitchTruth))
             let scoredTruth = repair ? GroundTruthRepair.repaired(trace.truth) : trace.truth
+            scores += zip(kinds, detected).map { kind, steps in
+                Self.score(trace, detector: kind, steps: steps, ungatedSteps: kind == .peak ? ungated : nil, scoredTruth: scoredTruth,
+                           recordedSeconds: recordedSeconds, toleranceSeconds: toleranceSeconds)
+            }
+            guard trace.kind == .instants || trace.kind == .stepFree else { continue }
             var row = BenchTable.Row(folder: trace.folder, trace: trace.name, placement: trace.meta.placement, repaired: repair)
             row.stepFree = trace.meta.stepFree
             row.activity = trace.meta.activity
-            let (detected, recordedSeconds) = try Self.detect(trace, kinds: kinds, latency: &latency)
             row.recordedSeconds = recordedSeconds
             row.byActivity = trace.meta.segments.map { segment in
                 (segment.activity, detected.map { steps in
@@ -92,16 +126,63 @@ package struct Bench: ParsableCommand {
             }
             table.rows.append(row)
         }
-        table.print()
+        if !table.rows.isEmpty { table.print() }
+        BenchReport(kinds: kinds, scores: scores).print()
+        if let json { try BenchReport.writeJSONLines(scores, to: json) }
         latency.print()
         if throughputSeconds > 0 { try printThroughput(traces: traces, kind: kinds[0]) }
     }
 
+    /// One trace's scores for one detector, by what its truth is.
+    static func score(_ trace: Trace, detector: StepDetectorKind, steps: [Double], ungatedSteps: [Double]?, scoredTruth: [Double],
+                      recordedSeconds: Double, toleranceSeconds: Double) -> TraceScore {
+        let meta = trace.meta
+        var score = TraceScore(set: trace.folder, trace: trace.name, placement: meta.placement, person: meta.person,
+                               detector: detector.rawValue, truth: trace.kind)
+        score.detectedCount = steps.count
+        score.recordedSeconds = recordedSeconds
+        switch trace.kind {
+        case .instants:
+            let accuracy = StepMatching.accuracy(trueTimes: scoredTruth, detectedTimes: steps, toleranceSeconds: toleranceSeconds)
+            score.trueCount = accuracy.trueCount
+            score.matchedCount = accuracy.matchedCount
+            let bouts = meta.walkingBout.map { [$0] } ?? WalkingRecall.bouts(trueTimes: scoredTruth)
+            score.walkingRecall = WalkingRecall.perStep(trueTimes: scoredTruth, detectedTimes: steps, bouts: bouts,
+                                                        toleranceSeconds: toleranceSeconds)
+            score.gateRecall = ungatedSteps.map {
+                WalkingRecall.gateShare(trueTimes: scoredTruth, gatedTimes: steps, ungatedTimes: $0, bouts: bouts, toleranceSeconds: toleranceSeconds)
+            }
+        case .count:
+            score.trueCount = meta.stepCount ?? 0
+            if let walk = meta.walkingBout {
+                // A step is reported at its own instant; a second either side takes in the first and last footfall.
+                score.detectedInWalk = steps.filter { (walk.lowerBound - 1)...(walk.upperBound + 1) ~= $0 }.count
+                score.walkingRecall = WalkingRecall.perSecond(detectedTimes: steps, walk: walk)
+                score.gateRecall = ungatedSteps.map { WalkingRecall.gateShare(gatedTimes: steps, ungatedTimes: $0, walk: walk) }
+            }
+        case .labels:
+            for segment in meta.segments {
+                score.activitySteps[segment.activity] = steps.filter { t in segment.windows.contains { $0.contains(t) } }.count
+                score.activitySeconds[segment.activity] = segment.windows.reduce(0) { $0 + $1.upperBound - $1.lowerBound }
+            }
+        case .stepFree:
+            break
+        }
+        return score
+    }
+
     /// One streaming pass over a trace: every detector's pipeline, and the report delay of the first. Also returns
     /// the seconds recorded: the sum of the sampling intervals, less any gap the pipeline restarts after.
-    static func detect(_ trace: Trace, kinds: [StepDetectorKind], latency: inout LatencyProbe) throws -> (steps: [[Double]], recordedSeconds: Double) {
-        let pipelines = kinds.map { StepPipeline(detector: $0.make(sampleRateHz: 60)) }
-        var steps = Array(repeating: [Double](), count: kinds.count)
+    static func detect(_ trace: Trace, kinds: [StepDetectorKind], latency: inout LatencyProbe) throws -> (steps: [[Double]], recordedSeconds: Double, ungated: [Double]?) {
+        var pipelines = kinds.map { StepPipeline(detector: $0.make(sampleRateHz: 60)) }
+        // The peak detector without its walking gate, beside it: what the gate let through of what it was offered.
+        let ungatedIndex = kinds.contains(.peak) ? pipelines.count : nil
+        if ungatedIndex != nil {
+            var configuration = PeakStepDetector.Configuration(sampleRateHz: 60)
+            configuration.gate = nil
+            pipelines.append(StepPipeline(detector: PeakStepDetector(configuration: configuration)))
+        }
+        var steps = Array(repeating: [Double](), count: pipelines.count)
         var recorded = 0.0, last = Double.nan
         let gap = pipelines.first?.resampler.maximumGapSeconds ?? 0.5
         latency.startTrace()
@@ -114,7 +195,7 @@ package struct Bench: ParsableCommand {
                 last = sample.time
             }
         }
-        return (steps, recorded)
+        return (Array(steps.prefix(kinds.count)), recorded, ungatedIndex.map { steps[$0] })
     }
 
     /// How long after its instant each step is reported: steps that come alone are inside a bout; steps that
@@ -228,11 +309,24 @@ package struct Bench: ParsableCommand {
         let fm = FileManager.default
         let stepsPath = url.appendingPathComponent("steps.csv").path
         let accel = ["accel.csv.gz", "accel.csv"].map { url.appendingPathComponent($0).path }.first { fm.fileExists(atPath: $0) }
-        guard let accelPath = accel, fm.fileExists(atPath: stepsPath) else { return nil }
+        guard let accelPath = accel else { return nil }
         let metaPath = url.appendingPathComponent("meta.json").path
+        let hasSteps = fm.fileExists(atPath: stepsPath)
+        guard hasSteps || fm.fileExists(atPath: metaPath) else { return nil }
         let meta = fm.fileExists(atPath: metaPath) ? try TraceMeta(path: metaPath) : TraceMeta()
-        return Trace(folder: folderName, name: url.lastPathComponent, accelPath: accelPath,
-                     truth: try readStepTimes(path: stepsPath), meta: meta)
+        var trace = Trace(folder: folderName, name: url.lastPathComponent, accelPath: accelPath, truth: [], meta: meta)
+        if hasSteps {
+            trace.truth = try readStepTimes(path: stepsPath)
+            trace.kind = meta.stepFree ? .stepFree : .instants
+        } else if meta.stepCount != nil {
+            guard meta.walkingBout != nil else { throw TraceError(description: "\(metaPath): a step_count needs the walk's walking_bout_s") }
+            trace.kind = .count
+        } else if meta.segments.contains(where: { $0.activity == "walking" }) {
+            trace.kind = .labels
+        } else {
+            return nil
+        }
+        return trace
     }
 
     /// Reads a `steps.csv`: a header `t`, then one step time per line, seconds.

@@ -17,6 +17,10 @@ struct TraceMeta {
     var activity: String?
     /// Activity segments (`"stairs_up_s": [[start, end], ...]` and the like, seconds), scored one activity at a time.
     var segments: [(activity: String, windows: [ClosedRange<Double>])] = []
+    /// Who walked (`"subject"`, its first word), for the per-person tables; "?" when not given.
+    var person = "?"
+    /// The true number of steps, where the truth is a count and not instants (`"step_count"`, the Cambridge walks).
+    var stepCount: Int?
 
     init() {}
 
@@ -34,6 +38,11 @@ struct TraceMeta {
             walkingBout = bout[0]...bout[1]
         }
         if let flag = object["step_free"] as? Bool { stepFree = flag }
+        if let subject = object["subject"] as? String, let first = subject.split(separator: " ").first { person = String(first) }
+        if let count = object["step_count"] {
+            guard let steps = count as? Int, steps > 0 else { throw TraceError(description: "\(path): step_count must be a positive whole number") }
+            stepCount = steps
+        }
         activity = object["activity"] as? String
         for key in object.keys.sorted() where key.hasSuffix("_s") {
             // A list of [start, end] pairs is a set of segments; a single pair (walking_bout_s, uturn_s) is not.

@@ -83,6 +83,94 @@ final class BenchCommandTests: XCTestCase {
         XCTAssertTrue(bench.stdout.contains("-- hand (1 traces):"), "hand-held is the hand placement: \(bench.stdout)")
     }
 
+    func testEverySetIsSummedPerPlacementAndPersonWithTheWalkingRecall() throws {
+        let root = try traceFolder()
+        let meta = #"{"placement": "inhand", "subject": "Jamie (Pixel)", "ground_truth": "video"}"#
+        try meta.write(to: root.appendingPathComponent("walk-inhand/meta.json"), atomically: true, encoding: .utf8)
+        let json = root.appendingPathComponent("scores.jsonl")
+        let bench = try runCommand(Binaries.stepd, ["bench", "--detector", "peak", "--throughput-seconds", "0", "--json", json.path, root.path])
+        XCTAssertEqual(bench.status, 0, bench.stderr)
+        let lines = bench.stdout.split(separator: "\n").map(String.init)
+        let set = root.lastPathComponent
+        // "<set> hand 1 182 <detected> <mean err> <worst err> <mean F1> <min F1> <recall> <lowest> <gate> <lowest> step walk-inhand; ..."
+        let placement = try XCTUnwrap(lines.drop { !$0.hasPrefix("== by set and placement (peak)") }.first { $0.hasPrefix(set) }, bench.stdout)
+        let fields = placement.split(separator: " ")
+        XCTAssertEqual(fields[1], "hand")
+        XCTAssertEqual(Int(fields[3]), 182)
+        XCTAssertEqual(fields[13], "step", "the truth gives instants: recall per step")
+        let recall = try XCTUnwrap(Double(fields[9]))
+        XCTAssertGreaterThan(recall, 90)
+        XCTAssertLessThanOrEqual(recall, 100)
+        let gate = try XCTUnwrap(Double(fields[11]), "the gate's own share, beside the detector without it")
+        XCTAssertGreaterThanOrEqual(gate, recall - 0.01, "the gate is charged only with what the detector without it found")
+        XCTAssertLessThanOrEqual(gate, 100)
+        let person = try XCTUnwrap(lines.drop { !$0.hasPrefix("== by set and person (peak)") }.first { $0.hasPrefix(set) }, bench.stdout)
+        XCTAssertEqual(person.split(separator: " ")[1], "Jamie", "the subject's first word")
+        // The same figures, one JSON object per trace and detector.
+        let records = try String(contentsOf: json, encoding: .utf8).split(separator: "\n")
+        XCTAssertEqual(records.count, 1)
+        let record = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(records[0].utf8)) as? [String: Any])
+        XCTAssertEqual(record["person"] as? String, "Jamie")
+        XCTAssertEqual(record["truth"] as? String, "instants")
+        XCTAssertEqual(record["true_steps"] as? Int, 182)
+        XCTAssertEqual(record["walking_recall_unit"] as? String, "steps")
+        XCTAssertEqual(try XCTUnwrap(record["walking_recall_pct"] as? Double), recall, accuracy: 0.01)
+        XCTAssertEqual(try XCTUnwrap(record["gate_recall_pct"] as? Double), gate, accuracy: 0.01)
+        XCTAssertEqual(record["detected_steps"] as? Int, Int(fields[4]))
+    }
+
+    func testATraceWhoseTruthIsACountIsScoredAgainstIt() throws {
+        // The Cambridge layout: no steps.csv, a step count and the walk's bounds in meta.json.
+        let root = try traceFolder()
+        try FileManager.default.removeItem(at: root.appendingPathComponent("walk-inhand/steps.csv"))
+        let meta = #"{"placement": "back pocket", "subject": "p3", "step_count": 200, "walking_bout_s": [0.0, 100.0]}"#
+        try meta.write(to: root.appendingPathComponent("walk-inhand/meta.json"), atomically: true, encoding: .utf8)
+        let analyze = try runCommand(Binaries.stepd, ["analyze", "--json", Binaries.bundledRecording])
+        let offline = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(analyze.stdout.utf8)) as? [String: Any])?["steps"] as? Int)
+        let json = root.appendingPathComponent("scores.jsonl")
+        let bench = try runCommand(Binaries.stepd, ["bench", "--detector", "peak", "--throughput-seconds", "0", "--json", json.path, root.path])
+        XCTAssertEqual(bench.status, 0, bench.stderr)
+        XCTAssertTrue(bench.stdout.contains("== \(root.lastPathComponent) (1 walks, truth a step count"), bench.stdout)
+        let row = try XCTUnwrap(bench.stdout.split(separator: "\n").first { $0.hasPrefix("walk-inhand ") }, bench.stdout)
+        let fields = row.split(separator: " ").filter { $0 != "|" }
+        XCTAssertEqual(fields[1...3], ["pocket", "back", "200"])
+        XCTAssertEqual(Int(fields[4]), offline, "the whole recording's count")
+        XCTAssertEqual(try XCTUnwrap(Double(fields[5])), Double(abs(offline - 200)) / 2, accuracy: 0.05, "error against 200, percent")
+        let record = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(String(contentsOf: json, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines).utf8)) as? [String: Any])
+        XCTAssertEqual(record["truth"] as? String, "count")
+        XCTAssertEqual(record["walking_recall_unit"] as? String, "seconds")
+        XCTAssertNil(record["f1"], "a count has no instants to pair")
+        XCTAssertTrue(bench.stdout.contains("second  walk-inhand; walk-inhand"), bench.stdout)
+    }
+
+    func testRunsLabelledByActivityNameTheWalksWithoutStepsAndTheStepsWhileSeated() throws {
+        // The sp-sw-har layout: no steps.csv, activity segments. The bundled walk declared seated after 20 s.
+        let root = try traceFolder()
+        try FileManager.default.removeItem(at: root.appendingPathComponent("walk-inhand/steps.csv"))
+        let meta = #"{"placement": "front pocket", "subject": "s04", "walking_s": [[0.0, 20.0]], "seated_s": [[20.0, 1000.0]]}"#
+        try meta.write(to: root.appendingPathComponent("walk-inhand/meta.json"), atomically: true, encoding: .utf8)
+        let bench = try runCommand(Binaries.stepd, ["bench", "--detector", "peak", "--throughput-seconds", "0", root.path])
+        XCTAssertEqual(bench.status, 0, bench.stderr)
+        XCTAssertTrue(bench.stdout.contains("-- peak: 1 runs with a walk without steps or steps while seated:"), bench.stdout)
+        let row = try XCTUnwrap(bench.stdout.split(separator: "\n").first { $0.hasPrefix("   walk-inhand ") }, bench.stdout)
+        let seated = try XCTUnwrap(row.components(separatedBy: "seated ").last?.split(separator: ",").first.flatMap { Int($0) }, String(row))
+        XCTAssertGreaterThan(seated, 100, "the walk's steps after 20 s, all while 'seated'")
+        XCTAssertTrue(bench.stdout.contains("no step truth: 0 walks without steps, \(seated) steps while seated"), bench.stdout)
+    }
+
+    func testAFolderThatDoesNotExistIsNamedAndSkipped() throws {
+        let root = try traceFolder()
+        let absent = root.appendingPathComponent("no-such-set").path
+        let bench = try runCommand(Binaries.stepd, ["bench", "--throughput-seconds", "0", absent, root.path])
+        XCTAssertEqual(bench.status, 0, bench.stderr)
+        XCTAssertTrue(bench.stdout.contains("skipped (no such folder): \(absent)"), bench.stdout)
+        XCTAssertTrue(bench.stdout.contains("walk-inhand "), bench.stdout)
+        // A machine without any of the data sets: told so, not failed.
+        let none = try runCommand(Binaries.stepd, ["bench", absent])
+        XCTAssertEqual(none.status, 0, none.stderr)
+        XCTAssertTrue(none.stdout.contains("nothing to score: none of the folders exists"), none.stdout)
+    }
+
     func testAMalformedMetaFileIsNamed() throws {
         let root = try traceFolder()
         try "{placement".write(to: root.appendingPathComponent("walk-inhand/meta.json"), atomically: true, encoding: .utf8)

@@ -71,18 +71,26 @@ public enum StepMatching {
 
     /// Pairs sorted lists one-to-one in time order, within the tolerance once the lag is subtracted.
     static func pair(truth: [Double], detected: [Double], lagSeconds lag: Double, toleranceSeconds: Double) -> StepAccuracy {
-        var i = 0, j = 0, matched = 0
+        StepAccuracy(trueCount: truth.count, detectedCount: detected.count,
+                     matchedCount: pairedTruth(truth: truth, detected: detected, lagSeconds: lag, toleranceSeconds: toleranceSeconds).count,
+                     lagSeconds: lag)
+    }
+
+    /// The true steps that `pair` pairs with a detected one, in order.
+    static func pairedTruth(truth: [Double], detected: [Double], lagSeconds lag: Double, toleranceSeconds: Double) -> [Double] {
+        var i = 0, j = 0
+        var paired: [Double] = []
         while i < truth.count && j < detected.count {
             let d = detected[j] - lag
             if abs(d - truth[i]) <= toleranceSeconds {
-                matched += 1; i += 1; j += 1
+                paired.append(truth[i]); i += 1; j += 1
             } else if d < truth[i] {
                 j += 1
             } else {
                 i += 1
             }
         }
-        return StepAccuracy(trueCount: truth.count, detectedCount: detected.count, matchedCount: matched, lagSeconds: lag)
+        return paired
     }
 
     /// The median over detected steps of (detected − nearest true), seconds; 0 if either list is empty.

@@ -21,9 +21,9 @@ package struct Bench: ParsableCommand {
             between gunzip, parsing and the pipeline.
 
             Traces without steps.csv are scored by what their meta.json gives: a step count and the walk's start and \
-            end ("step_count", "walking_bout_s": the Cambridge walks of scripts/convert-cambridge) give the count \
+            end ("step_count", "walking_bout_s": the Cambridge walks of tools/convert-cambridge) give the count \
             error over the recording and inside the walk; activity segments alone ("walking_s", "seated_s", ...: \
-            scripts/convert-sp-sw-har) give the steps of each activity and the runs whose walking got no step. \
+            tools/convert-sp-sw-har) give the steps of each activity and the runs whose walking got no step. \
             Every set is also summed per placement and per person ("subject"), with the walking recall: per step, \
             the true steps inside walking bouts (meta.json's, or runs of 10 or more true steps less than 2 s \
             apart) that a detected step pairs with; for a count truth, per second, the share of the walk covered \

@@ -83,10 +83,10 @@ final class MQTTTests: XCTestCase {
             }
         }
         // Walking into a second minute, should the restarts all have fallen in one.
-        try pollUntil("the walk to reach a second minute", timeout: 70, every: 1) {
-            let bins = try daemon.connect().request(["cmd": "history", "from": Timestamp.string(began.addingTimeInterval(-120)),
-                                                    "bin": "minute"])["bins"] as? [[String: Any]]
-            return (bins?.count ?? 0) >= 2
+        try pollUntil("the walk to reach a second minute and 100 steps", timeout: 90, every: 1) {
+            let history = try daemon.connect().request(["cmd": "history", "from": Timestamp.string(began.addingTimeInterval(-120)),
+                                                        "bin": "minute"])
+            return (history["bins"] as? [[String: Any]] ?? []).count >= 2 && history["steps"] as? Int ?? 0 > 100
         }
         XCTAssertEqual(daemon.terminate(), 0)
         try waitForRetained(broker, "stepd/outage/status", "offline")

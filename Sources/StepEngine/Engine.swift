@@ -27,7 +27,8 @@ public final class Engine: SampleSink, BarometerSink, Sendable {
         /// The walker's height, for the stride length until GPS calibrates it. ConfigOption's `height` default:
         /// ConfigDefaultsTests ties the two.
         public var heightMeters: Double = 1.70
-        /// Where the device is carried, for the gait measures of each bout (ConfigOption's `placement`).
+        /// Where the device is carried, for the walking gate and the gait measures of each bout (ConfigOption's
+        /// `placement`).
         public var placement: Placement = .default
         public var location = LocationConfiguration()
         public init() {}

@@ -55,7 +55,8 @@ struct EngineState {
     init(configuration: Engine.Configuration, calendar: Calendar, now: Date) {
         since = now
         lastSampleWall = now
-        pipeline = StepPipeline(detector: configuration.detector.make(sampleRateHz: configuration.rateHz),
+        pipeline = StepPipeline(detector: configuration.detector.make(sampleRateHz: configuration.rateHz,
+                                                                      placement: configuration.placement),
                                 rateHz: configuration.rateHz)
         floors = StepAlignedFloors(holdBackSeconds: pipeline.detector.longestReportDelaySeconds)
         stride = StrideModel(heightMeters: configuration.heightMeters)

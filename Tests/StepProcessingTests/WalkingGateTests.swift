@@ -43,12 +43,13 @@ final class WalkingGateTests: XCTestCase {
     /// 1.3 rad/s, as fast as a wrist combing hair), the body bounces it at the step rate, and each heel strike
     /// rings through it (a 9 Hz shock decaying over 0.1 of a step), so the shock ratio is about 2.5, as the
     /// Cambridge back-pocket walk p08-2 whose gate stayed half shut.
-    func pocketWalking(seconds: Double, stepHz: Double = 1.8) -> [Sample] {
+    /// `heelStrike` 0 is a soft-soled walk: the thigh turns the phone as much, with no shock to excuse it.
+    func pocketWalking(seconds: Double, stepHz: Double = 1.8, heelStrike: Double = 14) -> [Sample] {
         (0..<Int(seconds * rateHz)).map { k in
             let t = Double(k) / rateHz
             let phase = (t * stepHz).truncatingRemainder(dividingBy: 1)
             let roll = 0.6 * sin(Double.pi * stepHz * t)
-            let heelStrike = 14 * exp(-phase / stepHz / 0.1) * sin(2 * Double.pi * 9 * phase / stepHz)
+            let heelStrike = heelStrike * exp(-phase / stepHz / 0.1) * sin(2 * Double.pi * 9 * phase / stepHz)
             let along = standardGravity + 2.5 * sin(2 * Double.pi * stepHz * t) + heelStrike
             return Sample(time: t, x: 0.5 * sin(Double.pi * stepHz * t), y: along * sin(roll), z: along * cos(roll))
         }
@@ -99,6 +100,39 @@ final class WalkingGateTests: XCTestCase {
         undiscounted.shockRelief = 0
         let closed = openings(pocketWalking(seconds: 30), configuration: undiscounted).filter { $0.time >= 3 && !$0.open }
         XCTAssertGreaterThan(closed.count, states.count / 2, "the shock discount is what keeps it open")
+    }
+
+    func testAPocketCannotCloseTheGateByTurningWhenThePlacementIsKnown() {
+        let softWalk = pocketWalking(seconds: 30, heelStrike: 0)
+        let unknown = openings(softWalk).filter { $0.time >= 3 }
+        XCTAssertGreaterThan(unknown.filter { !$0.open }.count, unknown.count / 2,
+                             "not said where it is, a device turning this fast with no shock may be a hand at work")
+        let pocket = openings(softWalk, configuration: .init(placement: .pocket)).filter { $0.time >= 3 }
+        XCTAssertTrue(pocket.allSatisfy(\.open), "open \(pocket.filter(\.open).count) of \(pocket.count) samples")
+    }
+
+    func testOnlyPlacementsThatMayBeAWorkingHandJudgeTheTurning() {
+        let judged = Placement.allCases.filter { WalkingGate.Configuration(placement: $0).judgesTurning }
+        XCTAssertEqual(judged, [.auto, .wrist, .hand])
+        XCTAssertEqual(WalkingGate.Configuration(placement: .auto), WalkingGate.Configuration(),
+                       "auto is the gate the detector has always run")
+        for placement in [Placement.auto, .wrist, .hand] {
+            let states = openings(combingHair(seconds: 60), configuration: .init(placement: placement))
+            XCTAssertEqual(states.filter { $0.time >= 2 && $0.open }.count, 0, "\(placement)")
+        }
+    }
+
+    func testTheConfiguredPlacementReachesTheDetector() {
+        let softWalk = pocketWalking(seconds: 30, heelStrike: 0)
+        func steps(_ placement: Placement) -> Int {
+            let detector = StepDetectorKind.peak.make(sampleRateHz: rateHz, placement: placement)
+            var steps: [Double] = []
+            for sample in softWalk { detector.process(sample, steps: &steps) }
+            return steps.count
+        }
+        // 30 s at 1.8 steps a second: 54 steps, the first and last less certain.
+        XCTAssertGreaterThanOrEqual(steps(.pocket), 50)
+        XCTAssertLessThan(steps(.auto), steps(.pocket) - 10, "auto keeps judging the turning")
     }
 
     func testBrushingTeethNeverOpensTheGate() {

@@ -28,6 +28,12 @@ public final class PeakStepDetector: StepDetector {
         public var gate: WalkingGate.Configuration? = WalkingGate.Configuration()
 
         public init(sampleRateHz: Double = 60) { self.sampleRateHz = sampleRateHz }
+
+        /// The detector for a device carried there (the gate of `WalkingGate.Configuration(placement:)`).
+        public init(sampleRateHz: Double = 60, placement: Placement) {
+            self.sampleRateHz = sampleRateHz
+            gate = WalkingGate.Configuration(placement: placement)
+        }
     }
 
     public let name = "peak"

@@ -22,10 +22,11 @@ public enum StepDetectorKind: String, CaseIterable, Sendable {
 
     public static let `default` = StepDetectorKind.peak
 
-    public func make(sampleRateHz: Double) -> StepDetector {
+    /// A detector for a device carried at `placement` (the peak detector's walking gate depends on it).
+    public func make(sampleRateHz: Double, placement: Placement = .default) -> StepDetector {
         switch self {
         case .threshold: return ThresholdStepDetector(configuration: .init(sampleRateHz: sampleRateHz))
-        case .peak: return PeakStepDetector(sampleRateHz: sampleRateHz)
+        case .peak: return PeakStepDetector(configuration: .init(sampleRateHz: sampleRateHz, placement: placement))
         }
     }
 }

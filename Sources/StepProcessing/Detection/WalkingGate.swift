@@ -21,7 +21,8 @@ import Foundation
 ///   in a pocket gives r = 1.2–2.4 and is excused its turning, a hand combing hair (r about 0.3, turning as fast)
 ///   is not.
 ///
-/// The gate is open while both hold; `openSince` is when it opened, ignoring closures shorter than
+/// The gate is open while both hold (the first alone for a device that cannot be in a working hand:
+/// `Configuration(placement:)`); `openSince` is when it opened, ignoring closures shorter than
 /// `dropoutSeconds` (a single jolt). `WalkingBout` confirms a bout only when the gate has been open since the
 /// third of the cycles that confirm it (about two seconds), so a gesture that merely starts like a step (the
 /// arm lifting to the head before combing) does not open a bout. Inside a bout a cycle is not judged by the gate:
@@ -55,8 +56,19 @@ public struct WalkingGate: Sendable {
         /// A bout ends, without a closing step, once the gate has been closed this long: the walk has turned into
         /// something else without a pause (walking into the bathroom and brushing teeth at once).
         public var boutEndSeconds = 4.0
+        /// Whether the second test (the walking band's vertical share against the device's turning) applies. It
+        /// tells a hand at work from a walk; it is also what closes the gate on a phone that turns with the thigh
+        /// without a heel strike's shock to excuse it (a soft sole, a phone upside down in a loose pocket).
+        public var judgesTurning = true
 
         public init() {}
+
+        /// The gate for a device carried there: one that cannot be in a working hand (a pocket, a bag, the waist)
+        /// is judged on the vertical share of its motion alone.
+        public init(placement: Placement) {
+            self.init()
+            judgesTurning = placement.mayBeInAWorkingHand
+        }
     }
 
     public let configuration: Configuration
@@ -136,8 +148,8 @@ public struct WalkingGate: Sendable {
         let bounceCubed = bounce * bounce * bounce
         let discounted = bounceCubed + c.shockRelief * shockEnergy * shockEnergy * shockEnergy
         let open = verticalEnergy >= c.minimumVerticalShare * motionEnergy
-            && verticalEnergySlow * discounted
-                >= (c.minimumBandShare * discounted + c.bandSharePerTurnRate * turnRate * bounceCubed) * bandEnergySlow
+            && (!c.judgesTurning || verticalEnergySlow * discounted
+                >= (c.minimumBandShare * discounted + c.bandSharePerTurnRate * turnRate * bounceCubed) * bandEnergySlow)
         isOpen = open
         if open {
             closedAt = .infinity

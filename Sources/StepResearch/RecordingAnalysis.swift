@@ -32,7 +32,7 @@ final class RecordingAnalysis: Sendable {
 
     /// The step chain, exactly as the daemon's Engine builds it: the same detector at the same 60 Hz.
     private func makePipeline() -> StepPipeline {
-        StepPipeline(detector: settings.detector.make(sampleRateHz: 60))
+        StepPipeline(detector: settings.detector.make(sampleRateHz: 60, placement: settings.gait.placement))
     }
 
     /// The barometer's readings beside the recording (`NAME.pressure.csv[.gz]`, PressureFile.swift), counted

@@ -247,7 +247,11 @@ final class BarometerDaemonTests: XCTestCase {
         XCTAssertEqual(object["floors_descended"] as? Int, 2, analyzed.stdout)
 
         let daemon = try Daemon(arguments: ["--replay", recording, "--speed", "10"], directory: directory)
-        try daemon.waitUntil(timeout: 30, "the replay to finish") { ($0["source"] as? [String: Any])?["state"] as? String == "finished" }
+        // The pressure file's end is reported just after the recording's: both are waited for.
+        try daemon.waitUntil(timeout: 30, "the replay and its pressure file to finish") {
+            ($0["source"] as? [String: Any])?["state"] as? String == "finished"
+                && ($0["barometer"] as? [String: Any])?["state"] as? String == "finished"
+        }
         let client = try daemon.connect()
         let steps = try client.request(["cmd": "steps"])
         XCTAssertEqual(steps["floors_ascended"] as? Int, 3)

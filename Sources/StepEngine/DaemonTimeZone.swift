@@ -1,23 +1,24 @@
 import Foundation
+import StepProcessing
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// The zone the daemon's days follow, from $TZ as the C library reads it. Foundation's `TimeZone.current`
-/// knows IANA names only: a POSIX TZ string (`GMT+4:25`, `IST-5:30`) or the `:Area/City` form silently became
-/// UTC, and "today" started at the wrong hour. Here an IANA name (with or without the leading colon, or as a
-/// zoneinfo path) is taken as such, and any other TZ is read by tzset(3): a zone without daylight-saving time
-/// becomes its fixed offset, with POSIX's sign (`GMT+4:25` is 4 h 25 min west of Greenwich), and one with
-/// daylight-saving rules of its own becomes the IANA zone whose changes are the C library's (localtime_r).
+/// The zone the daemon's days follow: the C library's, from $TZ, else /etc/localtime, read as `date` reads them
+/// (localtime_r). Any TZ the C library takes is followed exactly: an IANA name (with or without the leading
+/// colon, or as a zoneinfo path), a POSIX string of a fixed offset (`GMT+4:25` is 4 h 25 min west of Greenwich)
+/// or one with daylight-saving rules of its own (`CET-1CEST,M3.5.0,M10.5.0/3`). Foundation's TimeZone is not
+/// used: on Linux every one is ICU's, which knows IANA names only, and it would bring ICU into the daemon's run
+/// (LocalZone).
 public enum DaemonTimeZone {
-    /// The zone, a warning for the log when TZ could not be followed exactly, and a notice of how it is followed
-    /// when that is not plain.
+    /// The zone, a warning for the log when TZ is one the C library cannot read (it then keeps UTC), and a
+    /// notice of how it is followed when that is not plain.
     public struct Resolution: Sendable {
-        public var zone: TimeZone
+        public var zone: LocalZone
         public var warning: String?
         public var notice: String?
 
-        init(zone: TimeZone, warning: String? = nil, notice: String? = nil) {
+        init(zone: LocalZone, warning: String? = nil, notice: String? = nil) {
             self.zone = zone
             self.warning = warning
             self.notice = notice
@@ -27,38 +28,50 @@ public enum DaemonTimeZone {
     /// Read once: the daemon's zone does not change while it runs.
     public static let current: Resolution = resolve(ProcessInfo.processInfo.environment["TZ"])
 
+    /// Where the C library finds zones by name.
+    static let zoneinfo = "/usr/share/zoneinfo/"
+
     /// How `tz` (the value of TZ, nil when unset) is followed. Calls tzset(3) with the process's TZ as it is.
     public static func resolve(_ tz: String?) -> Resolution {
-        guard let tz, !tz.isEmpty else { return Resolution(zone: .current) }
+        tzset()
+        let cLibrary: @Sendable (Int) -> Int = { cOffset(at: $0) }
+        guard let tz, !tz.isEmpty else { return Resolution(zone: LocalZone(identifier: systemZoneName(), offsetSeconds: cLibrary)) }
         var name = tz.hasPrefix(":") ? String(tz.dropFirst()) : tz
         if let range = name.range(of: "zoneinfo/") { name = String(name[range.upperBound...]) }
-        if name.contains("/") || name == "UTC", let zone = TimeZone(identifier: name) {
-            return Resolution(zone: zone)
-        }
-        tzset()
+        if name == "UTC" || isZoneFile(name) { return Resolution(zone: LocalZone(identifier: name, offsetSeconds: cLibrary)) }
         let now = Int(time(nil))
-        let offset = cOffset(at: now)
-        let checks = cLibraryOffsets(around: now)
-        // No change in the years around now: no daylight-saving time, its fixed offset.
-        if checks.count == 1, let zone = TimeZone(secondsFromGMT: offset) { return Resolution(zone: zone) }
-        // Daylight-saving rules of its own (`CET-1CEST,M3.5.0,M10.5.0/3`): Foundation cannot read them, so the
-        // zone is the IANA zone whose offsets are the C library's at every change over the years around now.
-        if let zone = TimeZone(identifier: name) { return Resolution(zone: zone) }
-        if let zone = zone(with: checks) {
-            return Resolution(zone: zone, notice: "TZ=\(tz) follows the C library's rules: its changes are those of "
-                              + "\(zone.identifier) over the years around now, which days and STATUS follow")
+        // A POSIX string needs an offset; without one the C library keeps UTC.
+        guard tz.contains(where: \.isNumber) else {
+            return Resolution(zone: .utc, warning: "TZ=\(tz) is neither a zone of \(zoneinfo) nor a POSIX TZ string; "
+                              + "days follow UTC, as the C library does. Give an IANA zone (TZ=Europe/Berlin)")
         }
-        // Rules no zone shares: the offset the C library gives now, and the log says so.
-        let zone = TimeZone(secondsFromGMT: offset) ?? .gmt
-        let warning = """
-            TZ=\(tz) has daylight-saving rules no known zone shares; days follow its offset now (UTC\(offset >= 0 ? "+" : "-")\
-            \(String(format: "%02d:%02d", abs(offset) / 3600, abs(offset) % 3600 / 60))) until stepd is restarted. \
-            Give an IANA zone (TZ=Europe/Berlin) to follow its changes
-            """
-        return Resolution(zone: zone, warning: warning)
+        // No change in the years around now: no daylight-saving time, its fixed offset, named as GMT+0530.
+        if cLibraryOffsets(around: now).count == 1 { return Resolution(zone: .fixed(secondsFromGMT: cOffset(at: now))) }
+        return Resolution(zone: LocalZone(identifier: tz, offsetSeconds: cLibrary),
+                          notice: "TZ=\(tz): days follow its own daylight-saving rules, as the C library reads them")
     }
 
-    /// How many years either side of now the C library's offsets are compared with a zone's.
+    /// The zone /etc/localtime names (its link into zoneinfo, else Debian's /etc/timezone); UTC without one.
+    static func systemZoneName() -> String {
+        if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/etc/localtime"),
+           let range = target.range(of: "zoneinfo/") {
+            return String(target[range.upperBound...])
+        }
+        if let text = try? String(contentsOfFile: "/etc/timezone", encoding: .utf8) {
+            let name = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            if !name.isEmpty { return name }
+        }
+        return FileManager.default.fileExists(atPath: "/etc/localtime") ? "localtime" : "UTC"
+    }
+
+    /// Whether `name` is a zone file the C library would read (`Europe/Berlin`, `UTC`), not a path outside.
+    static func isZoneFile(_ name: String) -> Bool {
+        guard !name.isEmpty, !name.hasPrefix("/"), !name.contains("..") else { return false }
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: zoneinfo + name, isDirectory: &isDirectory) && !isDirectory.boolValue
+    }
+
+    /// How many years either side of now are searched for a change of offset (a zone without one is fixed).
     static let matchedYears = 3
 
     /// The offset the C library gives at `instant` for the process's TZ (after tzset).
@@ -90,16 +103,5 @@ public enum DaemonTimeZone {
             day = next
         }
         return checks
-    }
-
-    /// The IANA zone with all these offsets. Europe's and America's zones are tried first, so that the name
-    /// STATUS gives is a familiar one when several zones share the rules.
-    static func zone(with checks: [(instant: Int, offset: Int)]) -> TimeZone? {
-        let preferred = ["Europe/", "America/", "Australia/", "Asia/", "Pacific/", "Africa/"]
-        let rank = { (name: String) in preferred.firstIndex { name.hasPrefix($0) } ?? preferred.count }
-        let candidates = TimeZone.knownTimeZoneIdentifiers.sorted { (rank($0), $0) < (rank($1), $1) }
-        return candidates.lazy.compactMap(TimeZone.init(identifier:)).first { zone in
-            checks.allSatisfy { zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double($0.instant))) == $0.offset }
-        }
     }
 }

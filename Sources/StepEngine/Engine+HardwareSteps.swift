@@ -54,7 +54,7 @@ extension Engine {
             pressureInbox.withLockedValue { $0.newestSampleTime = max($0.newestSampleTime, time) }
         }
         if !steps.isEmpty { armStallTimer(lastStepAt: arrival, &s) }
-        let newDay = s.day.advance(to: arrival, calendar: dayCalendar)
+        let newDay = s.day.advance(to: arrival, zone: dayZone)
         if newDay { scheduleMidnight(&s) }
         countSteps(steps, wall: wall, &s)
         takeWaitingReadings(&s)

@@ -60,7 +60,7 @@ extension Engine {
     public func restoreToday(_ minutes: [DayCounter.SavedMinute], floorsDescended: Int?) {
         queue.sync {
             withState { s in
-                if s.day.advance(to: clock.now, calendar: dayCalendar) { scheduleMidnight(&s) }
+                if s.day.advance(to: clock.now, zone: dayZone) { scheduleMidnight(&s) }
                 s.day.restore(minutes, floorsDescended: floorsDescended)
                 publish(s)
             }

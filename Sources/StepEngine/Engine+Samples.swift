@@ -102,7 +102,7 @@ extension Engine {
         s.lastSampleWall = arrival
         s.rate.measure(count: samples.count, until: last.time)
         if !newSteps.isEmpty { armStallTimer(lastStepAt: arrival, &s) }
-        let newDay = s.day.advance(to: arrival, calendar: dayCalendar)
+        let newDay = s.day.advance(to: arrival, zone: dayZone)
         if newDay { scheduleMidnight(&s) }
         countSteps(newSteps, wall: wall, &s)
         var endedBouts: [ActivityBout] = []

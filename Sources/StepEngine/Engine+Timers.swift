@@ -60,7 +60,7 @@ extension Engine {
     private func midnightPassed() {
         withState { s in
             defer { scheduleMidnight(&s) }
-            guard s.day.advance(to: clock.now, calendar: dayCalendar) else { return }
+            guard s.day.advance(to: clock.now, zone: dayZone) else { return }
             logger.debug("a new day: today's figures start from zero at \(Timestamp.string(s.day.today.start))")
             let snapshot = publish(s)
             emit(.pedometer(snapshot))

@@ -41,9 +41,9 @@ public final class Engine: SampleSink, BarometerSink, Sendable {
     public let stepHoldBackSeconds: Double
     let queue = DispatchQueue(label: "stepd.pipeline", qos: .userInitiated)
     let logger: Logger
-    /// `daemonCalendar` read once: building a Calendar costs more than a batch should pay, and the process's
-    /// zone does not change while it runs (Foundation reads TZ and /etc/localtime once).
-    let dayCalendar: Calendar
+    /// `daemonZone`: the process's zone does not change while it runs (the C library reads TZ and
+    /// /etc/localtime once).
+    let dayZone: LocalZone
     /// Owned by `queue`: taken only through `withState`.
     private let state: Locked<EngineState>
 
@@ -80,10 +80,10 @@ public final class Engine: SampleSink, BarometerSink, Sendable {
         self.configuration = configuration
         self.clock = clock
         self.logger = logger
-        dayCalendar = Self.daemonCalendar
+        dayZone = Self.daemonZone
         if let warning = DaemonTimeZone.current.warning { logger.warning("\(warning)") }
         if let notice = DaemonTimeZone.current.notice { logger.notice("\(notice)") }
-        var initial = EngineState(configuration: configuration, calendar: dayCalendar, now: clock.now)
+        var initial = EngineState(configuration: configuration, zone: dayZone, now: clock.now)
         stepHoldBackSeconds = initial.pipeline.detector.longestReportDelaySeconds
         published = NIOLockedValueBox(initial.snapshot(rateOutHz: configuration.rateHz, sourceRejected: 0,
                                                        hardwareSteps: nil))
@@ -95,13 +95,9 @@ public final class Engine: SampleSink, BarometerSink, Sendable {
         queue.async { [self] in withState { scheduleMidnight(&$0) } }
     }
 
-    /// The calendar the daemon's days follow: its time zone ($TZ as the C library reads it, else /etc/localtime:
-    /// DaemonTimeZone), as STATUS names it and `history` bins days by.
-    public static var daemonCalendar: Calendar {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = DaemonTimeZone.current.zone
-        return calendar
-    }
+    /// The zone the daemon's days follow ($TZ as the C library reads it, else /etc/localtime: DaemonTimeZone),
+    /// as STATUS names it and `history` bins days by.
+    public static var daemonZone: LocalZone { DaemonTimeZone.current.zone }
 
     /// Runs `body` with the queue's state. Only on `queue`, so the lock is never waited for; and never from
     /// within `body` (the mutex is not recursive): helpers take the state as an `inout` argument instead.

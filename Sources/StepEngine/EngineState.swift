@@ -52,7 +52,7 @@ struct EngineState {
     var gpsLoggedState: String?
     var gpsStaleDeadline: (any ClockTimer)?
 
-    init(configuration: Engine.Configuration, calendar: Calendar, now: Date) {
+    init(configuration: Engine.Configuration, zone: LocalZone, now: Date) {
         since = now
         lastSampleWall = now
         pipeline = StepPipeline(detector: configuration.detector.make(sampleRateHz: configuration.rateHz,
@@ -61,7 +61,7 @@ struct EngineState {
         floors = StepAlignedFloors(holdBackSeconds: pipeline.detector.longestReportDelaySeconds)
         stride = StrideModel(heightMeters: configuration.heightMeters)
         motion = MotionEstimator(sampleRateHz: configuration.rateHz)
-        day = DayCounter(now: now, calendar: calendar)
+        day = DayCounter(now: now, zone: zone)
         locationTracker = LocationTracker(configuration: configuration.location)
         var gaitConfiguration = GaitRecorder.Configuration()
         gaitConfiguration.rateHz = configuration.rateHz

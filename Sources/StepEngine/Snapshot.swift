@@ -38,7 +38,7 @@ public struct EngineSnapshot: Sendable {
     /// The accelerometer's hardware step counter, when it has one.
     public var hardwareSteps: Int?
     /// Since local midnight in the daemon's zone (DayCounter).
-    public var today = DayTotals(start: Date(timeIntervalSince1970: 0), end: Date(timeIntervalSince1970: 0), timeZone: .gmt)
+    public var today = DayTotals(start: Date(timeIntervalSince1970: 0), end: Date(timeIntervalSince1970: 0), zone: .utc)
 }
 
 /// The barometer as STATUS shows it: what it is, its state (SourceState, as the accelerometer's), its rate.
@@ -91,7 +91,7 @@ extension EngineSnapshot {
     /// the reset have them (a barometer is present).
     public var todayMessage: TodayMessage {
         let floors = floorsAscended != nil
-        return TodayMessage(since: Timestamp.string(today.start, in: today.timeZone), steps: today.steps,
+        return TodayMessage(since: Timestamp.string(today.start, in: today.zone), steps: today.steps,
                             distance_m: (today.distanceMeters * 100).rounded() / 100,
                             floors_ascended: floors ? today.floorsAscended : nil,
                             floors_descended: floors ? today.floorsDescended : nil, active_min: today.activeMinutes)

@@ -1,4 +1,5 @@
 import Foundation
+import StepProcessing
 
 /// The store's part of STATUS.
 public struct StoreStatusMessage: Codable, Sendable, Equatable {
@@ -71,10 +72,10 @@ public struct HistoryMessage: Codable, Sendable {
 
 /// Formats many instants in one zone (HISTORY replies format thousands).
 public struct LocalTimestamps {
-    public let timeZone: TimeZone
+    public let zone: LocalZone
 
-    public init(timeZone: TimeZone) { self.timeZone = timeZone }
+    public init(zone: LocalZone) { self.zone = zone }
 
-    public func string(_ moment: Date) -> String { Timestamp.string(moment, in: timeZone) }
-    public func day(_ moment: Date) -> String { Timestamp.day(moment, in: timeZone) }
+    public func string(_ moment: Date) -> String { Timestamp.string(moment, in: zone) }
+    public func day(_ moment: Date) -> String { Timestamp.day(moment, in: zone) }
 }

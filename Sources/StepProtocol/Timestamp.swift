@@ -1,4 +1,5 @@
 import Foundation
+import StepProcessing
 
 /// ISO-8601 times as the protocol writes them: milliseconds, UTC with "Z" as in gpsd's TPV, or a zone's offset.
 ///
@@ -18,6 +19,16 @@ public enum Timestamp {
     /// The calendar day of `date` in the zone, "2026-03-29".
     public static func day(_ date: Date, in timeZone: TimeZone) -> String {
         String(format(date, offsetSeconds: timeZone.secondsFromGMT(for: date)).prefix(10))
+    }
+
+    /// "2026-03-29T00:00:00.000+01:00", with the zone's offset at that instant.
+    public static func string(_ date: Date, in zone: LocalZone) -> String {
+        format(date, offsetSeconds: zone.secondsFromGMT(for: date))
+    }
+
+    /// The calendar day of `date` in the zone, "2026-03-29".
+    public static func day(_ date: Date, in zone: LocalZone) -> String {
+        String(format(date, offsetSeconds: zone.secondsFromGMT(for: date)).prefix(10))
     }
 
     /// Parses "YYYY-MM-DDTHH:MM:SS[.fff][Z|±HH:MM|±HHMM]"; nil for anything else.

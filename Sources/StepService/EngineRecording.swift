@@ -39,7 +39,7 @@ public enum EngineRecording {
     /// up only: the floors down come from the counter when its reset was made today, else from this start.
     private static func restoreToday(engine: Engine, store: StepStore, counter: StepStore.Counter, logger: Logger) {
         let now = engine.clock.now
-        let day = DayCounter.day(holding: now, calendar: Engine.daemonCalendar)
+        let day = DayCounter.day(holding: now, zone: Engine.daemonZone)
         guard day.start < now, let bins = try? store.history(from: day.start, to: now, size: .minute) else { return }
         let minutes = bins.map {
             DayCounter.SavedMinute(start: $0.start, steps: $0.steps, distanceMeters: $0.distanceMeters, floorsAscended: $0.floors)
@@ -48,7 +48,7 @@ public enum EngineRecording {
         engine.restoreToday(minutes, floorsDescended: descended)
         let today = engine.snapshot.today
         if today.steps > 0 {
-            logger.info("today so far (since \(Timestamp.string(today.start, in: today.timeZone))): \(today.steps) steps")
+            logger.info("today so far (since \(Timestamp.string(today.start, in: today.zone))): \(today.steps) steps")
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import StepProcessing
 
 /// How long a history bin is. Day bins follow the local calendar (a day of 23 or 25 hours when the clocks
 /// change); hour bins are local hours too, which matters where the offset is not whole hours.
@@ -55,11 +56,12 @@ enum HistoryBinning {
 
     /// The local hours or days that overlap [from, to), in order. Every zone in use is offset from UTC by
     /// whole minutes, so each boundary is a whole minute.
-    static func intervals(from: Date, to: Date, size: HistoryBinSize, calendar: Calendar) -> [DateInterval] {
-        let unit: Calendar.Component = size == .day ? .day : size == .hour ? .hour : .minute
+    static func intervals(from: Date, to: Date, size: HistoryBinSize, zone: LocalZone) -> [DateInterval] {
+        let unit: LocalZone.Unit = size == .day ? .day : size == .hour ? .hour : .minute
         var intervals: [DateInterval] = []
         var cursor = from
-        while cursor < to, let interval = calendar.dateInterval(of: unit, for: cursor) {
+        while cursor < to {
+            let interval = zone.interval(of: unit, containing: cursor)
             intervals.append(interval)
             // A clock change can make an hour's end equal the next's start twice; step past it either way.
             cursor = interval.end > cursor ? interval.end : cursor.addingTimeInterval(60)

@@ -16,10 +16,10 @@ extension StepStore {
     public static let maximumVisits = 10_000
 
     /// The bins over [from, to).
-    public func history(from: Date, to: Date, size: HistoryBinSize, calendar: Calendar = .current,
+    public func history(from: Date, to: Date, size: HistoryBinSize, zone: LocalZone = .utc,
                         completion: @escaping @Sendable (Result<[HistoryBin], StoreError>) -> Void) {
         read(completion: completion) { [self] database in
-            try readHistory(database, from: from, to: to, size: size, calendar: calendar)
+            try readHistory(database, from: from, to: to, size: size, zone: zone)
         }
     }
 
@@ -84,8 +84,8 @@ extension StepStore {
 
     // The same, waiting for the answer (tests, and the restore at start).
 
-    public func history(from: Date, to: Date, size: HistoryBinSize, calendar: Calendar = .current) throws -> [HistoryBin] {
-        try readNow { try readHistory($0, from: from, to: to, size: size, calendar: calendar) }
+    public func history(from: Date, to: Date, size: HistoryBinSize, zone: LocalZone = .utc) throws -> [HistoryBin] {
+        try readNow { try readHistory($0, from: from, to: to, size: size, zone: zone) }
     }
 
     public func trackPoints(from: Date, to: Date) throws -> [StoredTrackPoint] {
@@ -171,7 +171,7 @@ extension StepStore {
     }
 
     private func readHistory(_ database: DatabasePool, from: Date, to: Date, size: HistoryBinSize,
-                             calendar: Calendar) throws -> [HistoryBin] {
+                             zone: LocalZone) throws -> [HistoryBin] {
         try HistoryBinning.validate(from: from, to: to, size: size)
         let range = HistoryBinning.minuteRange(from: from, to: to)
         if size == .minute {
@@ -190,7 +190,7 @@ extension StepStore {
         }
         // One indexed range sum per local hour or day: far cheaper than grouping every minute row, and exact
         // across clock changes because the calendar draws the boundaries.
-        let intervals = HistoryBinning.intervals(from: from, to: to, size: size, calendar: calendar)
+        let intervals = HistoryBinning.intervals(from: from, to: to, size: size, zone: zone)
         return try wrapRead {
             try database.read { db in
                 let sum = try db.cachedStatement(sql: """

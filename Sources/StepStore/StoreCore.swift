@@ -245,11 +245,8 @@ final class StoreCore {
 
     /// `20261126T134502Z`: a name part that sorts by time.
     private static func asideStamp(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
-        return formatter.string(from: date)
+        let utc = Timestamp.string(date)  // 2026-11-26T13:45:02.123Z
+        return utc.prefix(19).filter { $0 != "-" && $0 != ":" } + "Z"
     }
 
     private func schedule(_ pace: CommitPolicy.Pace) {

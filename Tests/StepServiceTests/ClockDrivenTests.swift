@@ -18,8 +18,8 @@ import XCTest
 final class ClockDrivenTests: XCTestCase {
     /// Local midnight starts today's figures from zero and tells the PEDOMETER watchers, with no sample to do it.
     func testMidnightStartsANewDayWithoutASample() {
-        let calendar = Engine.daemonCalendar
-        let tomorrow = calendar.date(byAdding: .day, value: 1, to: calendar.startOfDay(for: Date()))!
+        let zone = Engine.daemonZone
+        let tomorrow = zone.interval(of: .day, containing: Date()).end
         let clock = ManualClock(wall: tomorrow.addingTimeInterval(-5))
         let engine = Engine(clock: clock)
         let events = EventLog()
@@ -45,8 +45,8 @@ final class ClockDrivenTests: XCTestCase {
     /// its own time, whenever the detector reported it), the count since the reset goes on, and the PEDOMETER
     /// watchers hear of the new day.
     func testMidnightCrossedWhileWalkingStartsTodayAtTheFirstStepAfterIt() throws {
-        let calendar = Engine.daemonCalendar
-        let midnight = calendar.date(byAdding: .day, value: 1, to: calendar.startOfDay(for: Date()))!
+        let zone = Engine.daemonZone
+        let midnight = zone.interval(of: .day, containing: Date()).end
         let clock = ManualClock(wall: midnight.addingTimeInterval(-10))
         let engine = Engine(clock: clock)
         let events = EventLog()

@@ -30,11 +30,8 @@ final class StepStoreTests: XCTestCase {
 
     private func date(_ iso: String) -> Date { ISO8601DateFormatter().date(from: iso)! }
 
-    private func calendar(_ zone: String) -> Calendar {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: zone)!
-        return calendar
-    }
+    /// Foundation's rules for the zone, behind the LocalZone the daemon's code takes.
+    private func calendar(_ zone: String) -> LocalZone { LocalZone(TimeZone(identifier: zone)!) }
 
     func testCountContinuesAfterReopen() throws {
         let since = Date(timeIntervalSince1970: 1_790_000_000)
@@ -191,7 +188,7 @@ final class StepStoreTests: XCTestCase {
         }
         let berlin = calendar("Europe/Berlin")
         let bins = try store.history(from: date("2026-03-28T00:00:00+01:00"), to: date("2026-03-31T00:00:00+02:00"),
-                                     size: .day, calendar: berlin)
+                                     size: .day, zone: berlin)
         XCTAssertEqual(bins.map(\.steps), [1, 4, 1])
         XCTAssertEqual(bins.map(\.start), [date("2026-03-28T00:00:00+01:00"), date("2026-03-29T00:00:00+01:00"),
                                            date("2026-03-30T00:00:00+02:00")])
@@ -199,7 +196,7 @@ final class StepStoreTests: XCTestCase {
         XCTAssertNil(bins[0].floors)
         // The same steps by UTC day fall differently: the bins really follow the calendar given.
         let utc = try store.history(from: date("2026-03-28T00:00:00Z"), to: date("2026-03-31T00:00:00Z"),
-                                    size: .day, calendar: calendar("UTC"))
+                                    size: .day, zone: calendar("UTC"))
         XCTAssertEqual(utc.map(\.steps), [2, 4])
         store.close()
     }
@@ -212,7 +209,7 @@ final class StepStoreTests: XCTestCase {
         store.record(.step(count: 2, time: date("2026-05-04T10:50:00+05:30"), distanceMeters: 1))
         store.record(.step(count: 3, time: date("2026-05-04T11:01:00+05:30"), distanceMeters: 1))
         let bins = try store.history(from: date("2026-05-04T00:00:00+05:30"), to: date("2026-05-05T00:00:00+05:30"),
-                                     size: .hour, calendar: calendar("Asia/Kolkata"))
+                                     size: .hour, zone: calendar("Asia/Kolkata"))
         XCTAssertEqual(bins.map(\.steps), [2, 1])
         XCTAssertEqual(bins.first?.start, date("2026-05-04T04:30:00Z"))
         let minutes = try store.history(from: date("2026-05-04T10:20:30+05:30"), to: date("2026-05-04T10:51:00+05:30"),
@@ -372,12 +369,12 @@ final class StepStoreTests: XCTestCase {
     func testRepeatedHourIsTwoBins() {
         let berlin = calendar("Europe/Berlin")
         let hours = HistoryBinning.intervals(from: date("2026-10-25T01:30:00+02:00"), to: date("2026-10-25T04:00:00+01:00"),
-                                             size: .hour, calendar: berlin)
+                                             size: .hour, zone: berlin)
         XCTAssertEqual(hours.map(\.start), [date("2026-10-25T01:00:00+02:00"), date("2026-10-25T02:00:00+02:00"),
                                             date("2026-10-25T02:00:00+01:00"), date("2026-10-25T03:00:00+01:00")])
         XCTAssertTrue(hours.allSatisfy { $0.duration == 3600 })
         let days = HistoryBinning.intervals(from: date("2026-10-24T12:00:00+02:00"), to: date("2026-10-26T00:00:01+01:00"),
-                                            size: .day, calendar: berlin)
+                                            size: .day, zone: berlin)
         XCTAssertEqual(days.map(\.duration), [24 * 3600, 25 * 3600, 24 * 3600])
     }
 }

@@ -1,13 +1,13 @@
 import Foundation
 
 /// Today's figures as a phone shows them: what was walked since local midnight, apart from the count since the
-/// last reset. Pure: the caller says what time it is and which calendar (zone) draws the day.
+/// last reset. Pure: the caller says what time it is and which zone draws the day.
 public struct DayTotals: Sendable, Equatable {
     /// Local midnight, and the next one: the day the figures belong to.
     public var start: Date
     public var end: Date
     /// The zone that drew the day, for showing `start` as a local time.
-    public var timeZone: TimeZone
+    public var zone: LocalZone
     public var steps = 0
     public var distanceMeters = 0.0
     public var floorsAscended = 0
@@ -24,10 +24,10 @@ public struct DayTotals: Sendable, Equatable {
     /// walking is a minute whatever its pace).
     public var activeMinutes: Int { stepsPerMinute.values.reduce(0) { $0 + ($1 >= Self.activeMinuteSteps ? 1 : 0) } }
 
-    public init(start: Date, end: Date, timeZone: TimeZone) {
+    public init(start: Date, end: Date, zone: LocalZone) {
         self.start = start
         self.end = end
-        self.timeZone = timeZone
+        self.zone = zone
     }
 
     public func contains(_ time: Date) -> Bool { time >= start && time < end }
@@ -35,51 +35,49 @@ public struct DayTotals: Sendable, Equatable {
     static func minute(of time: Date) -> Int64 { Int64((time.timeIntervalSince1970 / 60).rounded(.down)) }
 }
 
-/// Keeps `DayTotals` for the day that holds "now" in the given calendar. Midnight starts a new day with zeros,
+/// Keeps `DayTotals` for the day that holds "now" in the given zone. Midnight starts a new day with zeros,
 /// whether it passes while walking (a step before it stays with yesterday, one after it counts today) or while
 /// standing still; a zone change or a clock set to another day also starts the day again, as no figure of the
 /// old day can be told to belong to the new one.
 public struct DayCounter: Sendable {
     public private(set) var today: DayTotals
-    private var calendar: Calendar
+    private var zone: LocalZone
 
-    public init(now: Date, calendar: Calendar) {
-        self.calendar = calendar
-        today = Self.emptyDay(holding: now, calendar: calendar)
+    public init(now: Date, zone: LocalZone) {
+        self.zone = zone
+        today = Self.emptyDay(holding: now, zone: zone)
     }
 
-    /// The day (local midnight to the next) that holds `time` in `calendar`'s zone.
-    public static func day(holding time: Date, calendar: Calendar) -> DateInterval {
-        if let interval = calendar.dateInterval(of: .day, for: time) { return interval }
-        let start = calendar.startOfDay(for: time)
-        return DateInterval(start: start, end: start.addingTimeInterval(86_400))
+    /// The day (local midnight to the next) that holds `time` in `zone`.
+    public static func day(holding time: Date, zone: LocalZone) -> DateInterval {
+        zone.interval(of: .day, containing: time)
     }
 
-    private static func emptyDay(holding time: Date, calendar: Calendar) -> DayTotals {
-        let day = day(holding: time, calendar: calendar)
-        return DayTotals(start: day.start, end: day.end, timeZone: calendar.timeZone)
+    private static func emptyDay(holding time: Date, zone: LocalZone) -> DayTotals {
+        let day = day(holding: time, zone: zone)
+        return DayTotals(start: day.start, end: day.end, zone: zone)
     }
 
-    /// Moves on to the day that holds `now` in `calendar`; returns true when the day changed (its figures are
-    /// then zero). A zone whose midnight falls elsewhere starts another day; one with the same midnight keeps it.
+    /// Moves on to the day that holds `now` in `zone`; returns true when the day changed (its figures are then
+    /// zero). A zone whose midnight falls elsewhere starts another day; one with the same midnight keeps it.
     @discardableResult
-    public mutating func advance(to now: Date, calendar: Calendar) -> Bool {
-        let zoneChanged = calendar.timeZone != self.calendar.timeZone
-        self.calendar = calendar
+    public mutating func advance(to now: Date, zone: LocalZone) -> Bool {
+        let zoneChanged = zone != self.zone
+        self.zone = zone
         guard zoneChanged || !today.contains(now) else { return false }
-        let day = Self.day(holding: now, calendar: calendar)
+        let day = Self.day(holding: now, zone: zone)
         guard day.start != today.start || day.end != today.end else {
-            today.timeZone = calendar.timeZone  // another name for the same day (the same offset)
+            today.zone = zone  // another name for the same day (the same offset)
             return false
         }
-        today = DayTotals(start: day.start, end: day.end, timeZone: calendar.timeZone)
+        today = DayTotals(start: day.start, end: day.end, zone: zone)
         return true
     }
 
     /// A step at `time` (wall clock): counted when it falls in today; one before midnight is yesterday's, and
     /// a step after the day's end moves the count on to its day first.
     public mutating func step(at time: Date, distanceMeters: Double) {
-        if time >= today.end { advance(to: time, calendar: calendar) }
+        if time >= today.end { advance(to: time, zone: zone) }
         guard today.contains(time) else { return }
         today.steps += 1
         today.distanceMeters += distanceMeters
@@ -88,7 +86,7 @@ public struct DayCounter: Sendable {
 
     /// Floors counted from a reading at `time`.
     public mutating func floors(ascended: Int, descended: Int, at time: Date) {
-        if time >= today.end { advance(to: time, calendar: calendar) }
+        if time >= today.end { advance(to: time, zone: zone) }
         guard today.contains(time) else { return }
         today.floorsAscended += ascended
         today.floorsDescended += descended

@@ -12,12 +12,10 @@ extension ProtocolServer {
     func history(_ request: Request, loop: EventLoop, reply: @escaping (Data) -> Void) throws {
         let reply = NIOLoopBound(reply, eventLoop: loop)  // called on the loop only
         let store = try storeForRequest()
-        let timeZone = DaemonTimeZone.current.zone
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = timeZone
+        let zone = DaemonTimeZone.current.zone
         let now = engine.clock.now
         let to = try Self.date(request, "to") ?? now
-        let from = try Self.date(request, "from") ?? calendar.startOfDay(for: now)
+        let from = try Self.date(request, "from") ?? zone.startOfDay(for: now)
         let size: HistoryBinSize
         if let name = request.fields["bin"], name != .null {
             guard let text = name.stringValue, let parsed = HistoryBinSize(rawValue: text) else {
@@ -34,7 +32,7 @@ extension ProtocolServer {
         default: throw RequestError.badField(name: "bouts", expected: "true or false")
         }
         let id = request.id
-        store.history(from: from, to: to, size: size, calendar: calendar) { result in
+        store.history(from: from, to: to, size: size, zone: zone) { result in
             guard withBouts, case .success(let bins) = result else { return answer(result, bouts: nil) }
             store.bouts(from: from, to: to) { boutsResult in
                 switch boutsResult {
@@ -48,7 +46,7 @@ extension ProtocolServer {
             let line: Data
             switch result {
             case .success(let bins):
-                let format = LocalTimestamps(timeZone: timeZone)
+                let format = LocalTimestamps(zone: zone)
                 let messages = bins.map {
                     HistoryBinMessage(start: format.string($0.start), end: format.string($0.end),
                                       date: size == .day ? format.day($0.start) : nil,
@@ -63,9 +61,9 @@ extension ProtocolServer {
                                 symmetry: bout.gait.symmetry, step_length_m: bout.gait.stepLengthMeters,
                                 speed_mps: bout.gait.speedMetersPerSecond, placement: bout.placement)
                 }
-                line = Wire.line(HistoryMessage(from: Timestamp.string(from, in: timeZone),
-                                                to: Timestamp.string(to, in: timeZone), bin: size.rawValue,
-                                                time_zone: timeZone.identifier, bins: messages, bouts: boutMessages, id: id))
+                line = Wire.line(HistoryMessage(from: Timestamp.string(from, in: zone),
+                                                to: Timestamp.string(to, in: zone), bin: size.rawValue,
+                                                time_zone: zone.identifier, bins: messages, bouts: boutMessages, id: id))
             case .failure(let error):
                 line = Wire.line(ErrorMessage(error, id: id))
             }

@@ -39,14 +39,14 @@ public enum DaemonTimeZone {
         var name = tz.hasPrefix(":") ? String(tz.dropFirst()) : tz
         if let range = name.range(of: "zoneinfo/") { name = String(name[range.upperBound...]) }
         if name == "UTC" || isZoneFile(name) { return Resolution(zone: LocalZone(identifier: name, offsetSeconds: cLibrary)) }
-        let now = Int(time(nil))
         // A POSIX string needs an offset; without one the C library keeps UTC.
         guard tz.contains(where: \.isNumber) else {
             return Resolution(zone: .utc, warning: "TZ=\(tz) is neither a zone of \(zoneinfo) nor a POSIX TZ string; "
                               + "days follow UTC, as the C library does. Give an IANA zone (TZ=Europe/Berlin)")
         }
-        // No change in the years around now: no daylight-saving time, its fixed offset, named as GMT+0530.
-        if cLibraryOffsets(around: now).count == 1 { return Resolution(zone: .fixed(secondsFromGMT: cOffset(at: now))) }
+        // A POSIX string's rules are the same every year: no change in one year is a fixed offset, named as GMT+0530.
+        let year = cLibraryOffsets(from: referenceYear, days: 366)
+        if year.count == 1 { return Resolution(zone: .fixed(secondsFromGMT: year[0].offset)) }
         return Resolution(zone: LocalZone(identifier: tz, offsetSeconds: cLibrary),
                           notice: "TZ=\(tz): days follow its own daylight-saving rules, as the C library reads them")
     }
@@ -71,8 +71,8 @@ public enum DaemonTimeZone {
         return FileManager.default.fileExists(atPath: zoneinfo + name, isDirectory: &isDirectory) && !isDirectory.boolValue
     }
 
-    /// How many years either side of now are searched for a change of offset (a zone without one is fixed).
-    static let matchedYears = 3
+    /// 2026-01-01T00:00:00Z: any year serves to tell a POSIX string's fixed offset from its rules.
+    static let referenceYear = 1_767_225_600
 
     /// The offset the C library gives at `instant` for the process's TZ (after tzset).
     private static func cOffset(at instant: Int) -> Int {
@@ -82,11 +82,10 @@ public enum DaemonTimeZone {
         return local.tm_gmtoff
     }
 
-    /// The C library's offset at the start of the years around now and on both sides of each change in them
-    /// (found day by day, then to the second).
-    static func cLibraryOffsets(around now: Int) -> [(instant: Int, offset: Int)] {
-        let year = 365 * 86_400
-        let start = now - matchedYears * year, end = now + matchedYears * year
+    /// The C library's offset at `start` and on both sides of each change in the `days` after it (found day by
+    /// day, then to the second).
+    static func cLibraryOffsets(from start: Int, days: Int) -> [(instant: Int, offset: Int)] {
+        let end = start + days * 86_400
         var checks = [(instant: start, offset: cOffset(at: start))]
         var day = start
         while day < end {

@@ -10,7 +10,8 @@ final class ClockUseTests: XCTestCase {
     private static let pattern = try! NSRegularExpression(pattern: [
         #"\bDate\(\)"#, #"\bDate\.now\b"#, #"Date\(timeIntervalSinceNow"#, #"\.timeIntervalSinceNow\b"#,
         #"\bDispatch(Wall)?Time\.now\(\)"#, #"[(\s]\.now\(\)"#, #"\basyncAfter\("#, #"\bmakeTimerSource\("#,
-        #"\btimerfd_"#, #"\bclock_gettime\("#, #"\busleep\("#, #"\bnanosleep\("#, #"\bThread\.sleep\("#, #"\bTask\.sleep\("#,
+        #"\btimerfd_"#, #"\bclock_gettime\("#, #"\btime\((nil|&)"#, #"\bgettimeofday\("#, #"\bsystemUptime\b"#,
+        #"\bCFAbsoluteTimeGetCurrent\("#, #"\busleep\("#, #"\bnanosleep\("#, #"\bThread\.sleep\("#, #"\bTask\.sleep\("#,
     ].joined(separator: "|"))
 
     /// File and the call it may make, with the reason.

@@ -53,6 +53,47 @@ final class RecordingReaderTests: XCTestCase {
         XCTAssertFalse(error(reading: truncated)!.isMissingInput)
     }
 
+    /// ISA-L inflates a gzip file's one member; every other end (a second member, bytes after the member, a
+    /// stream cut short, a wrong CRC or length in the trailer) is read on by zlib as before: the same rows, the
+    /// same errors.
+    func testGzipEndsOtherThanOneCleanMemberReadAsZlibReadsThem() throws {
+        let directory = try TemporaryDirectory()
+        let rows = (0..<200_000).map { i in "\(Double(i) / 100),\(Double(i % 97) / 7),-0.\(i % 1000),9.81" }
+        let first = try write("t,x,y,z\n" + rows[..<120_000].joined(separator: "\n") + "\n", "first.csv", in: directory)
+        let second = try write(rows[120_000...].joined(separator: "\n") + "\n", "second.csv", in: directory)
+        let expected = rows.map { row in row.split(separator: ",").map { strtod(String($0), nil).bitPattern } }
+        func samples(_ path: String) throws -> [[UInt64]] {
+            try RecordingReader.read(path: path).map { [$0.time, $0.acceleration.x, $0.acceleration.y, $0.acceleration.z].map(\.bitPattern) }
+        }
+        let one = directory.file("one.csv.gz"), two = directory.file("two.csv.gz"), trailing = directory.file("trailing.csv.gz")
+        _ = try runCommand("/bin/sh", ["-c", "cat '\(first)' '\(second)' | gzip -c > '\(one)' && gzip -c '\(first)' > '\(two)' "
+            + "&& gzip -c '\(second)' >> '\(two)' && cp '\(one)' '\(trailing)' && printf 'not gzip' >> '\(trailing)'"])
+        for path in [one, two, trailing] {
+            let got = try samples(path)
+            XCTAssertEqual(got.count, expected.count, path)
+            XCTAssertTrue(got == expected, path)
+        }
+        let whole = try Data(contentsOf: URL(fileURLWithPath: one))
+        let cut = directory.file("cut.csv.gz")
+        try whole.prefix(whole.count * 2 / 3).write(to: URL(fileURLWithPath: cut))
+        XCTAssertEqual(error(reading: cut)?.isCutShort, true)
+        var stats = RecordingStreamStats()
+        var read = 0
+        stats = try RecordingReader.stream(path: cut, acceptingCutShort: true) { chunk in read += chunk.samples.count }
+        XCTAssertGreaterThan(read, 100_000, "the rows before the cut are read")
+        XCTAssertEqual(stats.cutShortAfterLine.map { $0 > read }, true)
+        for (offset, reason) in [(8, "incorrect data check"), (4, "incorrect length check")] {
+            var bad = whole
+            bad[bad.count - offset] ^= 0xFF
+            let path = directory.file("bad-\(offset).csv.gz")
+            try bad.write(to: URL(fileURLWithPath: path))
+            guard case .corruptGzip(_, _, let told)? = error(reading: path) else {
+                return XCTFail("\(String(describing: error(reading: path)))")
+            }
+            XCTAssertTrue(told.hasSuffix(reason), told)
+        }
+    }
+
     func testPermissionDeniedIsToldForAnOrdinaryUser() throws {
         guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else {
             throw XCTSkip("needs root and setpriv to read as nobody")

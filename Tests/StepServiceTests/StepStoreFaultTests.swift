@@ -164,15 +164,23 @@ final class StepStoreFaultTests: XCTestCase {
         let pool = try XCTUnwrap(leases.lease())
         let finished = DispatchSemaphore(value: 0)
         let outcome = NIOLockedBox<Error?>(nil)
+        // The query says when it runs: an interrupt reaches only a statement that has begun.
+        let running = DispatchSemaphore(value: 0)
+        let told = Locked(false)
+        let runningSignal = DatabaseFunction("read_running", argumentCount: 1, pure: false) { _ in
+            if !told.withLock({ let was = $0; $0 = true; return was }) { running.signal() }
+            return 1
+        }
         DispatchQueue.global().async {
             defer { leases.release(); finished.signal() }
             do {
                 _ = try pool.read { db in
-                    try Int.fetchOne(db, sql: "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 1e10) SELECT count(*) FROM c")
+                    db.add(function: runningSignal)
+                    return try Int.fetchOne(db, sql: "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 1e10) SELECT count(*) FROM c WHERE read_running(n)")
                 }
             } catch { outcome.set(error) }
         }
-        usleep(200_000)
+        XCTAssertEqual(running.wait(timeout: .now() + 30), .success, "the long read to run")
         XCTAssertEqual(try leases.retire(waitingUpTo: 10), true, "the running read is interrupted and returns its lease")
         XCTAssertEqual(finished.wait(timeout: .now() + 5), .success)
         XCTAssertEqual((outcome.get() as? DatabaseError)?.resultCode, .SQLITE_INTERRUPT, "\(String(describing: outcome.get()))")

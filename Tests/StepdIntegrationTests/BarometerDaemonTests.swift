@@ -179,17 +179,31 @@ final class BarometerDaemonTests: XCTestCase {
                                      arguments: ["--barometer", "baro", "--sensor-step-counter"], directory: directory,
                                      accelExtra: ["steps": directory.file("walk.steps.csv"), "trigger": true])
         try daemon.waitForSocket()
-        let started = Date()
         try daemon.waitUntil(timeout: 30, "the sensor to count before the climb") { status in
             (status["steps"] as? [String: Any])?["counting"] as? String == "sensor"
         }
         XCTAssertEqual(try daemon.steps()["floors_ascended"] as? Int, 0, "no floor before the stairs")
-        // The counter's reads go on after the feed: wait for the track's end and the detector's hold-back (10 s)
-        // after the slam, so that a floor it made would be counted by then.
-        Thread.sleep(forTimeInterval: max(0, track.duration + 11 - Date().timeIntervalSince(started)))
+        // The floors are counted the detector's hold-back (10 s) after their readings, as the counter's reads
+        // bring the steps around them; the descent's last floor after the feed's end.
+        var steps: [String: Any] = [:]
+        try pollUntil("3 floors up and 2 down", timeout: track.duration + 60, every: 0.2,
+                      detail: "\(steps); log:\n\(daemon.fake.log)") {
+            steps = try daemon.steps()
+            return steps["floors_ascended"] as? Int == 3 && steps["floors_descended"] as? Int == 2
+        }
         let status = try daemon.status()
         XCTAssertEqual((status["steps"] as? [String: Any])?["counting"] as? String, "sensor", "the counter counted the stairs")
-        let steps = try daemon.steps()
+        // The slam's readings (5 s before the feed's end) are counted once the walk has ended and the counter's
+        // next reads (every 5 s when still) pass their hold-back: no floor may come from them meanwhile.
+        try pollUntil("the walk to end after the feed", timeout: 60, every: 0.2, detail: daemon.fake.log) {
+            daemon.fake.log.contains("the walk ends here")
+        }
+        // An absence, watched for a fixed 15 s: the hold-back and two still reads of the counter.
+        let watchedUntil = Date().addingTimeInterval(15)
+        while Date() < watchedUntil, steps["floors_descended"] as? Int == 2 {
+            usleep(200_000)  // the interval of a watch for something that must not happen, not a wait for an event
+            steps = try daemon.steps()
+        }
         XCTAssertEqual(steps["floors_ascended"] as? Int, 3, "3 floors up by the stairs; log:\n\(daemon.fake.log)")
         XCTAssertEqual(steps["floors_descended"] as? Int, 2, "2 floors down, and no door slam; log:\n\(daemon.fake.log)")
         XCTAssertEqual(daemon.fake.terminate(), 0)
@@ -216,10 +230,11 @@ final class BarometerDaemonTests: XCTestCase {
         XCTAssertEqual((gone["barometer"] as? [String: Any])?["error"] as? String,
                        "iio:device1 (bmp280, label baro) disconnected; waiting for it to come back")
         let before = try XCTUnwrap(gone["samples_in"] as? Int)
-        Thread.sleep(forTimeInterval: 2)
-        let after = try daemon.status()
+        let after = try pollFor("samples to arrive without the barometer", timeout: 15, every: 0.1, detail: daemon.fake.log) {
+            let status = try daemon.status()
+            return (status["samples_in"] as? Int ?? 0) > before + 60 ? status : nil
+        }
         XCTAssertEqual(after.sourceState, "running", "the accelerometer runs on")
-        XCTAssertGreaterThan(after["samples_in"] as? Int ?? 0, before + 60, "samples still arrive (100 Hz for 2 s)")
         try daemon.fake.control("add iio:device1")
         try daemon.waitUntil(timeout: 10, "the barometer back, read in the refills") {
             ($0["barometer"] as? [String: Any])?["state"] as? String == "running" && (Self.rate(of: $0).map { $0 < 2 } ?? false)

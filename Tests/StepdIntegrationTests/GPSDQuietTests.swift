@@ -17,8 +17,14 @@ final class GPSDQuietTests: XCTestCase {
             daemon.log.contains("gpsd: connected to 127.0.0.1:\(port)")
         }
         let thread = try XCTUnwrap(Self.thread(named: "stepd.gpsd", of: pid), "no thread named stepd.gpsd")
-        Thread.sleep(forTimeInterval: 1)
+        // The connection's first exchange (WATCH sent, nothing comes back): done once the thread has gone quiet.
+        try pollUntil("the gpsd thread to go quiet", timeout: 20, every: 0.5) {
+            let first = try XCTUnwrap(Self.voluntarySwitches(pid: pid, tid: thread))
+            usleep(500_000)  // the window in which the thread must not wake, not a wait for an event
+            return try XCTUnwrap(Self.voluntarySwitches(pid: pid, tid: thread)) == first
+        }
         let before = try XCTUnwrap(Self.voluntarySwitches(pid: pid, tid: thread))
+        // The behaviour is the absence of wake-ups over real time: 6 s watched, not a wait for an event.
         Thread.sleep(forTimeInterval: 6)
         let after = try XCTUnwrap(Self.voluntarySwitches(pid: pid, tid: thread))
         // A 0.5 s wait woke the thread 12 times in 6 s; the long wait, not at all (one for slack).

@@ -18,9 +18,13 @@ final class IIOCloseOnExecTests: XCTestCase {
         let daemon = FakeIIODaemon(socketPath: socket, fake: fake)
         try daemon.waitForSocket()
         try daemon.waitUntil(timeout: 30, "waiting") { $0.sourceState == "waiting" }
-        usleep(300_000)   // the barometer's watcher too
         let pid = try XCTUnwrap(Self.pid(ofProcessWithArgument: socket), "the daemon's process")
-        let waiting = Self.sourceDescriptors(of: pid)
+        // The barometer's watcher too: its wake pipe appears once it waits.
+        let waiting = try pollFor("both watchers' wake pipes", timeout: 20, every: 0.05,
+                                  detail: "\(Self.sourceDescriptors(of: pid))") {
+            let descriptors = Self.sourceDescriptors(of: pid)
+            return descriptors.filter { $0.target.hasPrefix("pipe:") }.count >= 4 ? descriptors : nil
+        }
         XCTAssertGreaterThanOrEqual(waiting.filter { $0.target.hasPrefix("pipe:") }.count, 4,
                                     "two watchers' wake pipes: \(waiting)")
         XCTAssertEqual(waiting.filter { !$0.closeOnExec }.map(\.description), [], "descriptors a child would inherit")

@@ -159,8 +159,11 @@ final class ReplaySanityTests: XCTestCase {
             let line = try XCTUnwrap(status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") })
             return Double(line.split(separator: " ")[1])! / 1024
         }
-        Thread.sleep(forTimeInterval: 2)
+        try pollUntil("the replay to play", timeout: 20, every: 0.1, detail: daemon.log) {
+            (try daemon.connect().request(["cmd": "status"])["samples_in"] as? Int ?? 0) > 0
+        }
         let before = try rssMB()
+        // The behaviour is a rate over real time: 6 s of the loop's pace, the window the bounds below are for.
         Thread.sleep(forTimeInterval: 6)
         let status = try daemon.connect().request(["cmd": "status"])
         let samples = try XCTUnwrap(status["samples_in"] as? Int)

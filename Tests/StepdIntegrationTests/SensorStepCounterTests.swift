@@ -50,7 +50,10 @@ final class SensorStepCounterTests: XCTestCase {
         }
         let samplesOff = try XCTUnwrap(try daemon.status()["samples_in"] as? Int)
         let stepsOff = try XCTUnwrap(try daemon.steps()["steps"] as? Int)
-        sleep(5)
+        // Steps counted with capture off: the counter's reads (every 2 s while walking) bring them.
+        try pollUntil("the counter's steps with capture off", timeout: 30, every: 0.2, detail: daemon.fake.log) {
+            (try daemon.steps()["steps"] as? Int ?? 0) - stepsOff >= 5
+        }
         let during = try daemon.status()
         XCTAssertEqual(counting(during).counting, "sensor")
         XCTAssertEqual(during["samples_in"] as? Int, samplesOff, "no sample captured while the sensor counts")
@@ -70,8 +73,10 @@ final class SensorStepCounterTests: XCTestCase {
         try daemon.waitUntil(timeout: 5, "capture to come back") { counting($0).counting == "detector" }
         let event = try motion.readObject()
         XCTAssertEqual(event["class"] as? String, "MOTION")
-        sleep(3)
-        let back = try daemon.status()
+        let back = try pollFor("samples captured again", timeout: 15, every: 0.1, detail: daemon.fake.log) {
+            let status = try daemon.status()
+            return (status["samples_in"] as? Int ?? 0) > samplesOff ? status : nil
+        }
         XCTAssertGreaterThan(try XCTUnwrap(back["samples_in"] as? Int), samplesOff, "samples again")
 
         // The totals are continuous: each STEP event's count is the previous one plus one, across both switches,
@@ -132,8 +137,10 @@ final class SensorStepCounterTests: XCTestCase {
         XCTAssertTrue(daemon.fake.log.contains("the counter moved after a still stretch: a bout starts"), daemon.fake.log)
         let early = try XCTUnwrap(try daemon.steps()["steps"] as? Int)
         XCTAssertGreaterThan(early, 0, "the counter's steps before capture came back are counted")
-        sleep(4)
-        let steps = try daemon.steps()
+        let steps = try pollFor("the detector to count on", timeout: 20, every: 0.2, detail: daemon.fake.log) {
+            let steps = try daemon.steps()
+            return (steps["steps"] as? Int ?? 0) > early ? steps : nil
+        }
         let total = try XCTUnwrap(steps["steps"] as? Int), hardware = try XCTUnwrap(steps["hardware_steps"] as? Int)
         XCTAssertGreaterThan(total, early, "the detector counts on")
         XCTAssertLessThanOrEqual(abs(total - hardware), 6, "daemon \(total), sensor \(hardware)")

@@ -10,13 +10,15 @@ import XCTest
 final class SourceThreadTests: XCTestCase {
     func testStopWaitsUntilTheThreadHasEnded() {
         let thread = SourceThread(name: "test.cooperative")
-        let ended = Flag()
+        let ended = Flag(), running = Flag()
         thread.start {
+            running.set()
             while !thread.wait(seconds: 10) {}
-            usleep(100_000)   // last work after the stop was seen: stop() must still wait for it
+            usleep(100_000)   // last work after the stop was seen (the behaviour): stop() must still wait for it
             ended.set()
         }
-        usleep(50_000)
+        let startDeadline = Date().addingTimeInterval(30)
+        while !running.isSet, Date() < startDeadline { usleep(1_000) }  // poll interval of a wait for the thread's start
         let began = Date()
         XCTAssertTrue(thread.stop(), "the thread ended within the time-out")
         XCTAssertTrue(ended.isSet, "stop() returned before the thread had ended")

@@ -21,7 +21,9 @@ final class StepctlFollowTests: XCTestCase {
         try pollUntil("watch --once to end", timeout: 10, every: 0.05) { !once.isRunning }
         XCTAssertEqual(once.status, 69, once.errors)
         XCTAssertTrue(once.errors.contains("closed the connection"), once.errors)
-        usleep(1_500_000)
+        try pollUntil("watch to say it waits for the daemon", timeout: 15, every: 0.05, detail: watcher.errors) {
+            watcher.errors.contains("waiting for stepd to come back")
+        }
         XCTAssertTrue(watcher.isRunning, "watch ended with the daemon: \(watcher.errors)")
         XCTAssertTrue(watcher.errors.contains("waiting for stepd to come back (--once to exit instead)"), watcher.errors)
         watcher.drain()  // the first daemon's events

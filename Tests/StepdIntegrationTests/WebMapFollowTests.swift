@@ -56,7 +56,8 @@ final class WebMapFollowTests: XCTestCase {
             try page.waitUntil("(\(Self.offCentre) ?? 99) < 10", timeout: 30, "the map to follow the position")
             let moved = Date()
             try gesture.perform()
-            usleep(500_000)  // Leaflet's pan and zoom animations take 0.25 s
+            // Leaflet's pan and zoom animations (0.25 s): the map has left the walk's fit.
+            try page.waitUntil("(\(Self.offCentre) ?? 0) > 40", timeout: 30, "the map to move off the walk after \(gesture.name)")
             // New fixes come, and the map stays where the user put it.
             let fixesBefore = try fixesAccepted()
             var nearest = Double.infinity

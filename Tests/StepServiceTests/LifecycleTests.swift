@@ -75,7 +75,7 @@ final class LifecycleTests: XCTestCase {
             // The signal comes while the server starts.
             DispatchQueue.global().async { lifecycle.stop(); stopped.signal() }
             // stop() cannot return while the server starts: give it time to ask, then let the start finish.
-            Thread.sleep(forTimeInterval: 0.2)
+            Thread.sleep(forTimeInterval: 0.2)  // stop() blocks without a sign to wait on: time for it to ask
             stopAsked.signal()
         }
         XCTAssertThrowsError(try lifecycle.start(parts)) {

@@ -22,7 +22,7 @@ final class QuietDeadlineTests: XCTestCase {
         deadline.schedule(after: 0.05)
         wait(for: [done], timeout: 30)
         queue.sync {}
-        usleep(100_000)
+        usleep(100_000)  // a window for a second expiry that must not come (a real timerfd), not a wait for an event
         queue.sync {}
         XCTAssertEqual(fired.withLockedValue { $0 }, 1, "one expiry, one handler")
         deadline.cancel()
@@ -33,7 +33,7 @@ final class QuietDeadlineTests: XCTestCase {
         let deadline = clock.makeQuietDeadline(queue: queue) { fired.withLockedValue { $0 += 1 } }
         deadline.schedule(after: 1)
         deadline.clear()
-        usleep(1_300_000)
+        usleep(1_300_000)  // past the cleared 1 s deadline of a real timerfd: an absence, not a wait for an event
         queue.sync {}
         XCTAssertEqual(fired.withLockedValue { $0 }, 0)
         let done = expectation(description: "fired")
@@ -57,7 +57,7 @@ final class QuietDeadlineTests: XCTestCase {
         defer { close(pipeEnds[0]); close(pipeEnds[1]) }
         deadline.schedule(after: 0)
         deadline.clear()
-        usleep(200_000)
+        usleep(200_000)  // a window for an expiry that must not come (a real timerfd), not a wait for an event
         queue.sync {}
         XCTAssertEqual(fired.withLockedValue { $0 }, 0)
         XCTAssertNotEqual(fcntl(pipeEnds[0], F_GETFD), -1, "the reused descriptor is untouched")

@@ -110,7 +110,7 @@ final class StepStoreFaultTests: XCTestCase {
             XCTAssertEqual(rename(path + suffix + ".away", path + suffix), 0)
         }
         let deadline = Date().addingTimeInterval(10)
-        while handed.get() == nil, Date() < deadline { usleep(20_000) }
+        while handed.get() == nil, Date() < deadline { usleep(20_000) }  // poll interval of a wait for a state, not a fixed wait
         XCTAssertEqual(handed.get(), .init(steps: 341, since: since, distanceMeters: 170.5))
         XCTAssertEqual(second.close(), .init(steps: 409, since: since, distanceMeters: 204.5), "never the 68 alone, never 341 alone")
         let third = StepStore(configuration: configuration)

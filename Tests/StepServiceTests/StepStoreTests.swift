@@ -61,7 +61,7 @@ final class StepStoreTests: XCTestCase {
         var seen = 0
         while Date() < deadline, seen < 3 {
             seen = try reader.read { try Int.fetchOne($0, sql: "SELECT steps FROM counter") ?? 0 }
-            usleep(20_000)
+            usleep(20_000)  // poll interval of a wait for a state, not a fixed wait
         }
         XCTAssertEqual(seen, 3)
         XCTAssertEqual(try reader.read { try String.fetchOne($0, sql: "PRAGMA journal_mode") }, "wal")
@@ -85,7 +85,7 @@ final class StepStoreTests: XCTestCase {
         for batch in 0..<9 {
             while Date() < start.addingTimeInterval(Double(batch) * 2 / 3) {
                 look()
-                usleep(5_000)
+                usleep(5_000)  // the pace of the load or probe under test, not a wait for an event
             }
             batchTimes.append(Date())
             for _ in 0..<2 {
@@ -102,7 +102,7 @@ final class StepStoreTests: XCTestCase {
         while Date() < lastWrite.addingTimeInterval(store.configuration.commitIntervalSeconds + 8), saved < count {
             look()
             saved = try reader.read { try Int.fetchOne($0, sql: "SELECT steps FROM counter") ?? 0 }
-            usleep(5_000)
+            usleep(5_000)  // poll interval of a wait for a state, not a fixed wait
         }
         look()
         XCTAssertEqual(saved, count)

@@ -281,7 +281,7 @@ final class BarometerDaemonTests: XCTestCase {
         repeat {
             history = try client.request(["cmd": "history", "bin": "hour", "from": Self.anHourAgo])
             if history["floors"] as? Int == 3 { break }
-            usleep(200_000)
+            usleep(200_000)  // poll interval of a wait for a state, not a fixed wait
         } while Date() < deadline
         XCTAssertEqual(history["floors"] as? Int, 3, "\(history)")
         let firstSteps = try XCTUnwrap(steps["steps"] as? Int)
@@ -331,7 +331,7 @@ final class BarometerDaemonTests: XCTestCase {
             let reply = try daemon.connect().request(["cmd": "history", "bin": "hour", "from": Self.anHourAgo])
             floors = reply["floors"] as? Int
             if floors == expected { break }
-            usleep(200_000)
+            usleep(200_000)  // poll interval of a wait for a state, not a fixed wait
         }
         return floors
     }

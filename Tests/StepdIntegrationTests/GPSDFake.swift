@@ -69,7 +69,7 @@ final class GPSDFake {
         while Date() < deadline {
             if Self.accepts(port: port) { return }
             if !process.isRunning { break }
-            usleep(20_000)
+            usleep(20_000)  // poll interval of a wait for a state, not a fixed wait
         }
         throw NSError(domain: "GPSDFake", code: 1, userInfo: [NSLocalizedDescriptionKey: "gpsd did not listen on \(port): \(self.output)"])
     }
@@ -82,7 +82,7 @@ final class GPSDFake {
                let list = devices["devices"] as? [Any], !list.isEmpty {
                 return true
             }
-            usleep(100_000)
+            usleep(100_000)  // poll interval of a wait for a state, not a fixed wait
         }
         return false
     }
@@ -115,10 +115,10 @@ final class GPSDFake {
         let group = -process.processIdentifier
         kill(group, SIGTERM)
         let deadline = Date().addingTimeInterval(2)
-        while (process.isRunning || Self.accepts(port: port)) && Date() < deadline { usleep(20_000) }
+        while (process.isRunning || Self.accepts(port: port)) && Date() < deadline { usleep(20_000) }  // poll interval of a wait for a state, not a fixed wait
         kill(group, SIGKILL)
         process.waitUntilExit()
-        while Self.accepts(port: port) && Date() < deadline.addingTimeInterval(3) { usleep(20_000) }
+        while Self.accepts(port: port) && Date() < deadline.addingTimeInterval(3) { usleep(20_000) }  // poll interval of a wait for a state, not a fixed wait
     }
 
     deinit { stop() }

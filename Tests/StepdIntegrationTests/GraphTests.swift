@@ -36,7 +36,7 @@ final class GraphTests: XCTestCase {
         XCTAssertEqual(start, 0)
         var screen = ""
         for _ in 0..<50 {
-            usleep(200_000)
+            usleep(200_000)  // poll interval of a wait for a state, not a fixed wait
             screen = try tmux(["capture-pane", "-p", "-t", "graph"]).stdout
             if screen.contains("vibration") && screen.contains("█") { break }
         }
@@ -63,7 +63,7 @@ final class GraphTests: XCTestCase {
         for _ in 0..<50 {
             screen = try tmux(["capture-pane", "-p", "-t", "graph"]).stdout
             if condition(screen) { break }
-            usleep(100_000)
+            usleep(100_000)  // poll interval of a wait for a state, not a fixed wait
         }
         return screen
     }

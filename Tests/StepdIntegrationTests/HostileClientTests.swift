@@ -51,7 +51,7 @@ final class HostileClientTests: XCTestCase {
             XCTAssertEqual(reply["id"] as? Int, answered)
             answered += 1
             peak = max(peak, ProcStatus.residentBytes(of: pid))
-            usleep(20_000)
+            usleep(20_000)  // the pace of the load or probe under test, not a wait for an event
         }
         let summary = try JSONSerialization.jsonObject(with: Data(try hostile.readLine().utf8)) as? [String: Any]
         // Right after they close, the daemon answers at once (it does not compute their queued replies first).
@@ -150,7 +150,7 @@ final class HostileClientTests: XCTestCase {
         while Date() < deadline {
             let status = (try? String(contentsOfFile: "/proc/\(connectedPID)/status", encoding: .utf8)) ?? ""
             if status.contains("Name:\tsleep"), status.split(separator: "\n").contains(where: { $0.hasPrefix("Groups:") && $0.split(separator: "\t").dropFirst().first?.split(separator: " ").contains("1") == true }) { break }
-            usleep(10_000)
+            usleep(10_000)  // poll interval of a wait for a state, not a fixed wait
         }
         attacker.send("go")
         let reply = try attacker.readObject()
@@ -181,7 +181,7 @@ final class HostileResetFloodTests: XCTestCase {
         let deadline = Date().addingTimeInterval(15)
         var log = daemon.log
         while !log.contains("more times in the last"), Date() < deadline {
-            usleep(200_000)
+            usleep(200_000)  // poll interval of a wait for a state, not a fixed wait
             log = daemon.log
         }
         let lines = log.split(separator: "\n").filter { $0.contains("refused reset") }

@@ -52,7 +52,7 @@ final class FakeIIO {
     /// Unplugs or replugs a device: `control("remove iio:device0")`, `control("add iio:device0")`.
     func control(_ line: String) throws {
         let deadline = Date().addingTimeInterval(10)
-        while !FileManager.default.fileExists(atPath: controlPath) && Date() < deadline { usleep(20_000) }
+        while !FileManager.default.fileExists(atPath: controlPath) && Date() < deadline { usleep(20_000) }  // poll interval of a wait for a state, not a fixed wait
         let handle = try XCTUnwrap(FileHandle(forWritingAtPath: controlPath), "control FIFO")
         handle.write(Data((line + "\n").utf8))
         try handle.close()
@@ -153,7 +153,7 @@ struct FakeIIODaemon {
             throw ProcessExited(what: "no thread stepd.barometer in a process naming \(socketPath)", log: fake.log)
         }
         let before = try switches()
-        Thread.sleep(forTimeInterval: seconds)
+        Thread.sleep(forTimeInterval: seconds)  // the window the wake-ups are counted over, not a wait for an event
         return try switches() - before
     }
 }

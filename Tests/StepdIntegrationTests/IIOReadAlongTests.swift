@@ -67,6 +67,7 @@ final class IIOReadAlongTests: XCTestCase {
         let along = IIOReadAlong()
         along.refilled(paceHz: 1.5, now: 0)
         let barometer = Barometer()
+        // A read slower than the limit (the behaviour under test), not a wait for an event.
         barometer.start(along) { Thread.sleep(forTimeInterval: IIOReadAlong.slowReadSeconds + 0.05) }
         along.refilled(paceHz: 1.5, now: 1)
         XCTAssertEqual(barometer.done.wait(timeout: .now() + 5), .success)
@@ -100,7 +101,7 @@ final class IIOReadAlongTests: XCTestCase {
         let finished = Locked(false)
         _ = along.lead(listener: SourceThread(name: "unused"), minimumInterval: 0.25) {
             inRead.signal()
-            Thread.sleep(forTimeInterval: 0.1)
+            Thread.sleep(forTimeInterval: 0.1)  // a read that takes time (the behaviour), not a wait for an event
             finished.withLock { $0 = true }
         }
         let accelerometer = Thread { along.refilled(paceHz: 1.5, now: 0) }

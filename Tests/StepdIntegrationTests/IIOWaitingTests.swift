@@ -37,7 +37,7 @@ final class IIOWaitingTests: XCTestCase {
             XCTAssertEqual(status.sourceState, "waiting")
             XCTAssertEqual(status["samples_in"] as? Int, 0)
             XCTAssertEqual(try client.request(["cmd": "steps"])["steps"] as? Int, 0, "no invented steps")
-            usleep(200_000)
+            usleep(200_000)  // the interval of a watch over a span (the behaviour), not a wait for an event
         }
         let looksAfter = fake.log.components(separatedBy: "looking for an accelerometer").count - 1
         XCTAssertGreaterThanOrEqual(looksBefore, 1, fake.log)

@@ -318,7 +318,7 @@ final class DaemonLifecycleTests: XCTestCase {
         _ = try daemon.waitForSteps("steps") { ($0["steps"] as? Int ?? 0) > 0 }
         for signal in [SIGHUP, SIGUSR1, SIGUSR2, SIGHUP] {
             kill(daemon.process.processIdentifier, signal)
-            usleep(100_000)
+            usleep(100_000)  // the pace of the load or probe under test, not a wait for an event
         }
         XCTAssertTrue(daemon.process.isRunning, daemon.log)
         XCTAssertEqual(try daemon.connect().request(["cmd": "status"])["class"] as? String, "STATUS")

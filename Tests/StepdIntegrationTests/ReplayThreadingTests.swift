@@ -46,7 +46,7 @@ final class ReplayThreadingTests: XCTestCase {
         while sink.pressures.load(ordering: .relaxed) < 200 && Date() < deadline {
             XCTAssertEqual(replay.pressurePath, pressurePath)
             reads += 1
-            usleep(1_000)
+            usleep(1_000)  // the pace of the load or probe under test, not a wait for an event
         }
         XCTAssertGreaterThanOrEqual(sink.pressures.load(ordering: .relaxed), 200, "the replay fed too few readings")
         XCTAssertGreaterThan(sink.samples.load(ordering: .relaxed), 0)

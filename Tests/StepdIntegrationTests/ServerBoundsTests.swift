@@ -44,7 +44,7 @@ final class ServerBoundsTests: XCTestCase {
             slowest = max(slowest, Date().timeIntervalSince(started))
             asked += 1
             peak = max(peak, ProcStatus.residentBytes(of: pid))
-            usleep(50_000)
+            usleep(50_000)  // the pace of the load or probe under test, not a wait for an event
         }
         // A client that reads gets the whole day, meanwhile and after.
         let track = try Self.reply(to: #"{"cmd":"track","format":"gpx","id":"whole"}"#, at: daemon.socketPath)
@@ -95,7 +95,7 @@ final class ServerBoundsTests: XCTestCase {
             XCTAssertEqual(try observer.request(["cmd": "status", "id": asked])["id"] as? Int, asked)
             asked += 1
             peak = max(peak, ProcStatus.residentBytes(of: pid))
-            usleep(50_000)
+            usleep(50_000)  // the pace of the load or probe under test, not a wait for an event
         }
         let results = try attackers.map { try $0.readLine() }
         let track = try Self.reply(to: #"{"cmd":"track","format":"gpx","from":"2000-01-01T00:00:00Z","id":"whole"}"#,

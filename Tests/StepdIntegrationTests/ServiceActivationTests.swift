@@ -143,7 +143,7 @@ final class ServiceActivationTests: XCTestCase {
         try process.run()
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
         let deadline = Date().addingTimeInterval(10)
-        while !FileManager.default.fileExists(atPath: socketPath), Date() < deadline { usleep(20_000) }
+        while !FileManager.default.fileExists(atPath: socketPath), Date() < deadline { usleep(20_000) }  // poll interval of a wait for a state, not a fixed wait
 
         let client = try SocketClient(path: socketPath, receiveTimeout: 20)
         XCTAssertEqual(client.version["class"] as? String, "VERSION")

@@ -38,7 +38,7 @@ final class SourceThreadTests: XCTestCase {
                 seen.withLock { $0.append(comm.trimmingCharacters(in: .whitespacesAndNewlines)) }
             }
             let deadline = Date().addingTimeInterval(5)
-            while seen.withLock({ $0.count }) < (source === thread ? 1 : 2), Date() < deadline { usleep(2_000) }
+            while seen.withLock({ $0.count }) < (source === thread ? 1 : 2), Date() < deadline { usleep(2_000) }  // poll interval of a wait for a state, not a fixed wait
             XCTAssertTrue(source.stop())
         }
         XCTAssertEqual(seen.withLock { $0 }, ["stepd.iio", "stepd.barometer"], "cut to the kernel's 15 bytes")
@@ -69,10 +69,10 @@ final class SourceThreadTests: XCTestCase {
         }
         let stopping = Thread { _ = thread.stop() }
         stopping.start()
-        while !thread.isStopped { usleep(1_000) }
+        while !thread.isStopped { usleep(1_000) }  // poll interval of a wait for a state, not a fixed wait
         stopped.signal()
         let deadline = Date().addingTimeInterval(5)
-        while !cancelled.isSet && Date() < deadline { usleep(5_000) }
+        while !cancelled.isSet && Date() < deadline { usleep(5_000) }  // poll interval of a wait for a state, not a fixed wait
         XCTAssertTrue(cancelled.isSet, "a read begun after the stop is cancelled as it starts")
     }
 

@@ -112,7 +112,7 @@ final class StepctlTests: XCTestCase {
             try output.fileHandleForReading.close()   // nobody reads: the first write is an EPIPE
             try process.run()
             let deadline = Date().addingTimeInterval(15)
-            while process.isRunning && Date() < deadline { usleep(10_000) }
+            while process.isRunning && Date() < deadline { usleep(10_000) }  // poll interval of a wait for a state, not a fixed wait
             let ended = !process.isRunning
             if !ended { process.terminate() }
             process.waitUntilExit()

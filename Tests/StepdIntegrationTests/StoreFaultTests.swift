@@ -215,7 +215,7 @@ final class StoreFaultTests: XCTestCase {
         let deadline = Date().addingTimeInterval(20)
         while client == nil, Date() < deadline, process.isRunning {
             client = try? SocketClient(path: socket)
-            usleep(50_000)
+            usleep(50_000)  // poll interval of a wait for a state, not a fixed wait
         }
         let connection = try XCTUnwrap(client, "\(name): no daemon:\n\(log())")
         let status = try connection.request(["cmd": "status"])
@@ -226,7 +226,7 @@ final class StoreFaultTests: XCTestCase {
         var counted = start
         while counted < start + 5, Date() < deadline.addingTimeInterval(20) {
             counted = try XCTUnwrap(connection.request(["cmd": "steps"])["steps"] as? Int)
-            usleep(100_000)
+            usleep(100_000)  // poll interval of a wait for a state, not a fixed wait
         }
         let remount = try runCommand("/usr/bin/nsenter", ["-t", String(process.processIdentifier), "-m"] + restore + [state])
         XCTAssertEqual(remount.status, 0, remount.stderr)
@@ -236,7 +236,7 @@ final class StoreFaultTests: XCTestCase {
             let status = try connection.request(["cmd": "status"])
             merged = try XCTUnwrap(connection.request(["cmd": "steps"])["steps"] as? Int)
             if store(status)["state"] as? String == "ok", merged >= saved + counted - start { break }
-            usleep(100_000)
+            usleep(100_000)  // poll interval of a wait for a state, not a fixed wait
         }
         XCTAssertGreaterThanOrEqual(merged, saved + counted - start, "\(name): saved \(saved) + \(counted - start) counted meanwhile; log:\n\(log())")
         kill(process.processIdentifier, SIGTERM)

@@ -46,7 +46,7 @@ final class StoreRaceTests: XCTestCase {
                             }
                             // An ERROR comes at once while the store is away: a pause spares the CPU (tests run
                             // side by side) without leaving the store's short spells of being open unread.
-                            if reply["class"] as? String == "ERROR" { usleep(10_000) }
+                            if reply["class"] as? String == "ERROR" { usleep(10_000) }  // the pace of the load or probe under test, not a wait for an event
                         }
                     } catch {
                         tally.withLock { $0.failures.append("\(error)") }
@@ -121,7 +121,7 @@ final class StoreRaceTests: XCTestCase {
         while Date() < end, daemon.process.isRunning {
             for suffix in ["", "-wal", "-shm"] { unlink(state + "/stepd.sqlite" + suffix) }
             deletions += 1
-            usleep(700_000)
+            usleep(700_000)  // the pace of the deletions (the fault under test), not a wait for an event
         }
         let alive = daemon.process.isRunning
         readers.finish()
@@ -184,7 +184,7 @@ final class StoreRaceTests: XCTestCase {
                 guard process.isRunning else { return true }
                 return try status(socket)["state"] as? String == "failed"
             }
-            usleep(1_500_000)
+            usleep(1_500_000)  // the disk stays full for the readers (the fault under test), not a wait for an event
             XCTAssertEqual(try inside(["rm", "\(state)/fill"]).status, 0)
             try? pollUntil("store back", timeout: 15, detail: log()) {
                 guard process.isRunning else { return true }

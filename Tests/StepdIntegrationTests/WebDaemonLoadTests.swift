@@ -70,7 +70,7 @@ final class WebDaemonLoadTests: XCTestCase {
             } catch {
                 failures.append("\(error)")
             }
-            usleep(20_000)
+            usleep(20_000)  // the pace of the load or probe under test, not a wait for an event
         }
         load.waitUntilExit()
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

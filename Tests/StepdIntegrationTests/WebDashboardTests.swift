@@ -126,7 +126,11 @@ final class WebDashboardTests: XCTestCase {
             received.append((steps, Date().timeIntervalSince1970 * 1000))
         }
         watcher.close()
-        usleep(1_000_000)  // the page's last ones
+        // The page's last ones: it shows the last count the watcher received.
+        if let last = received.last?.steps {
+            try waitOnPage("parseInt(document.getElementById('steps').textContent.replace(/\\D/g, '')) >= \(last)",
+                           "the page to show \(last) steps")
+        }
         let endMs = Date().timeIntervalSince1970 * 1000
         let shown = (try page("window.stepdShown") as? [[Any]] ?? []).compactMap { entry -> (atMs: Double, steps: Int)? in
             guard entry.count == 2, let at = (entry[0] as? NSNumber)?.doubleValue,
@@ -169,7 +173,7 @@ final class WebDashboardTests: XCTestCase {
         // Sampled over 12 s of walking, longer than either chart's refresh interval.
         for _ in 0..<40 {
             seen.append(try page(bars) as? [Int] ?? [])
-            usleep(300_000)
+            usleep(300_000)  // the interval of a watch over a span (the behaviour), not a wait for an event
         }
         let last = try f.daemon.connect().request(["cmd": "steps"])["steps"] as? Int ?? 0
         XCTAssertGreaterThan(last, first, "no steps while sampling: the test saw no refresh")
@@ -185,7 +189,7 @@ final class WebDashboardTests: XCTestCase {
         while Date() < deadline {
             track = try f.daemon.connect().request(["cmd": "track", "format": "geojson"])
             if (track["end"] as? String)?.hasPrefix(f.lastFix) == true { break }
-            usleep(200_000)
+            usleep(200_000)  // poll interval of a wait for a state, not a fixed wait
         }
         XCTAssertTrue((track["end"] as? String)?.hasPrefix(f.lastFix) == true,
                       "the daemon did not receive the whole GPS log: \(track["end"] ?? "no end") for \(f.lastFix)")
@@ -295,7 +299,7 @@ final class WebServer {
             guard process.isRunning, Date() < deadline else {
                 throw NSError(domain: "WebServer", code: 1, userInfo: [NSLocalizedDescriptionKey: "stepd-web did not listen: \(log)"])
             }
-            usleep(20_000)
+            usleep(20_000)  // poll interval of a wait for a state, not a fixed wait
         }
     }
 

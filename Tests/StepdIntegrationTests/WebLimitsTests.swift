@@ -132,7 +132,7 @@ final class WebLimitsTests: XCTestCase {
 
     private func pollExit(_ process: Process, timeout: TimeInterval) -> Bool {
         let until = Date().addingTimeInterval(timeout)
-        while process.isRunning, Date() < until { usleep(10_000) }
+        while process.isRunning, Date() < until { usleep(10_000) }  // poll interval of a wait for a state, not a fixed wait
         return !process.isRunning
     }
 }

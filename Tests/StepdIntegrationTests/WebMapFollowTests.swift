@@ -63,7 +63,7 @@ final class WebMapFollowTests: XCTestCase {
             var nearest = Double.infinity
             while Date().timeIntervalSince(moved) < 8 {
                 nearest = min(nearest, try page.evaluate(Self.offCentre) as? Double ?? 0)
-                usleep(100_000)
+                usleep(100_000)  // the interval of a watch over a span (the behaviour), not a wait for an event
             }
             XCTAssertGreaterThan(try fixesAccepted(), fixesBefore, "no new fix came after \(gesture.name)")
             XCTAssertGreaterThan(nearest, 40, "within 8 s of \(gesture.name) the walk came within \(Int(nearest)) px of fitted: the map followed it again (or did not move)")

@@ -29,7 +29,7 @@ final class WebStatusLineTests: XCTestCase {
         XCTAssertEqual(try page.evaluate("document.getElementById('status').classList.contains('problem')") as? Bool, true,
                        "problems are shown in the warning colour")
         // A few status polls later (every 2 s), still said only there.
-        usleep(4_500_000)
+        usleep(4_500_000)  // the line must stay over two polls (every 2 s): a span, not a wait for an event
         XCTAssertTrue(page.status.contains("GPS off: gpsd not reachable"), page.status)
         XCTAssertEqual(page.dialogs, [], "the page opened a pop-up")
     }

@@ -64,7 +64,7 @@ final class Chromium {
         let deadline = Date().addingTimeInterval(5)
         while waitpid(pid, &status, WNOHANG) == 0 {
             if Date() > deadline { kill(pid, SIGKILL); waitpid(pid, &status, 0); break }
-            usleep(20_000)
+            usleep(20_000)  // poll interval of a wait for a state, not a fixed wait
         }
         pid = 0
         close(toBrowser)

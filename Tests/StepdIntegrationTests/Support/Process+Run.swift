@@ -38,7 +38,7 @@ func runCommand(_ executable: String, _ arguments: [String], environment: [Strin
         group.leave()
     }
     let deadline = Date().addingTimeInterval(timeout)
-    while process.isRunning && Date() < deadline { usleep(10_000) }
+    while process.isRunning && Date() < deadline { usleep(10_000) }  // poll interval of a wait for a state, not a fixed wait
     if process.isRunning { process.terminate() }
     process.waitUntilExit()
     group.wait()

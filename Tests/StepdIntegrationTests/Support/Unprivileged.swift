@@ -18,7 +18,7 @@ enum Unprivileged {
     static func openSocket(_ daemon: Daemon) {
         let deadline = Date(timeIntervalSinceNow: 10)
         var info = stat()
-        while Date() < deadline, stat(daemon.socketPath, &info) != 0 || info.st_mode & 0o777 != 0o660 { usleep(10_000) }
+        while Date() < deadline, stat(daemon.socketPath, &info) != 0 || info.st_mode & 0o777 != 0o660 { usleep(10_000) }  // poll interval of a wait for a state, not a fixed wait
         chmod(daemon.socketPath, 0o666)
         chmod((daemon.socketPath as NSString).deletingLastPathComponent, 0o755)
     }
@@ -92,7 +92,7 @@ enum Unprivileged {
         func finish() {
             try? input.fileHandleForWriting.close()
             let deadline = Date().addingTimeInterval(20)
-            while process.isRunning, Date() < deadline { usleep(20_000) }
+            while process.isRunning, Date() < deadline { usleep(20_000) }  // poll interval of a wait for a state, not a fixed wait
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         }
 

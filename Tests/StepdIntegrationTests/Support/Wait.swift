@@ -27,7 +27,7 @@ func pollFor<T>(_ what: String, timeout: TimeInterval, every interval: TimeInter
         guard Date() < deadline else {
             throw WaitTimedOut(what: what, timeoutSeconds: timeout, detail: detail(), file: file, line: line)
         }
-        usleep(useconds_t(interval * 1_000_000))
+        usleep(useconds_t(interval * 1_000_000))  // poll interval of a wait for a state, not a fixed wait
     }
 }
 

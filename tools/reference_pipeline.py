@@ -27,6 +27,9 @@ BOUT = dict(confirm=6, min_interval=0.28, max_interval=1.5, min_period_fraction=
             initiation=True, initiation_min_periods=0.9, initiation_max_periods=1.5, gate_open_from_cycle=2)
 GATE = dict(vertical_share=0.07, band_share=0.2, band_share_per_turn=0.2, shock_relief=2.0, energy_s=2.0, band_share_s=4.0,
             turn_s=2.0, gravity_s=0.25, shock_hz=4.0, dropout_s=0.5, bout_closed_s=4.0)
+# No closing step when the gravity direction (acceleration low-passed at posture_s) has turned by more than
+# posture_turn_rad from its value at the bout's steps (sitting down).
+POSTURE = dict(posture_s=0.5, posture_turn_rad=np.pi / 4)
 
 
 def biquad(kind, cutoff_hz, rate_hz=RATE_HZ, q=2 ** -0.5):
@@ -93,7 +96,7 @@ def gate_open(uniform, band):
                * ema((in_band ** 2).sum(axis=1), g['band_share_s'])))
 
 
-def detect(grid, value, gate=None):
+def detect(grid, value, gate=None, posture=None):
     """Gait cycles with adaptive hysteresis, counted only inside confirmed walking bouts; a bout is confirmed
     only when the walking gate has been open since the third cycle of its run, and ends (without a closing
     step) once the gate has been closed for bout_closed_s."""
@@ -107,10 +110,17 @@ def detect(grid, value, gate=None):
     held_t, held_a, steps = [], [], []
     pre_t, pre_a, last_a = -np.inf, 0.0, 0.0  # the cycle just before the held ones; the last step's size
 
-    def end_bout():
-        # Gait termination: the closing step brings the trailing foot alongside, with almost no vertical motion.
-        steps.append(last + period)
+    def end_bout(posture_changed=False):
+        # Gait termination: the closing step brings the trailing foot alongside, with almost no vertical motion;
+        # none after a change of posture (the walk ended with a sit).
+        if not posture_changed:
+            steps.append(last + period)
         return False, [], []
+
+    if posture is None:
+        posture = np.tile([0.0, 0.0, 1.0], (len(grid), 1))
+    cos_turn = np.cos(POSTURE['posture_turn_rad'])
+    walking_posture = np.zeros(3)
 
     def drop(keep):
         nonlocal pre_t, pre_a, held_t, held_a
@@ -119,7 +129,7 @@ def detect(grid, value, gate=None):
             pre_t, pre_a = held_t[k - 1], held_a[k - 1]
             held_t, held_a = held_t[k:], held_a[k:]
 
-    for t, v, is_open in zip(grid.tolist(), value.tolist(), gate.tolist()):
+    for t, v, is_open, here in zip(grid.tolist(), value.tolist(), gate.tolist(), posture):
         if is_open:
             closed_at = np.inf
             if open_since == np.inf:
@@ -146,6 +156,7 @@ def detect(grid, value, gate=None):
         env *= decay
         if cycle is not None:
             ct, ca = cycle
+            was_walking, counted = walking, len(steps)
             if walking:
                 iv = ct - last
                 on_rhythm = b['rhythm_min_periods'] * period <= iv <= b['rhythm_max_periods'] * period
@@ -197,8 +208,12 @@ def detect(grid, value, gate=None):
                             steps.append(pre_t)  # gait initiation: the push-off just before the run
                         steps.extend(held_t); last = held_t[-1]; last_a = held_a[-1]; walking = True
                         held_t, held_a = [], []; pre_t = -np.inf
+            if walking and len(steps) > counted:
+                walking_posture = walking_posture + (here - walking_posture) * 0.5 if was_walking else here.copy()
         if walking and t - last > b['max_interval']:
-            walking, held_t, held_a = end_bout()
+            dot = float(here @ walking_posture)
+            lengths = float(here @ here) * float(walking_posture @ walking_posture)
+            walking, held_t, held_a = end_bout(dot <= 0 or dot * dot < cos_turn * cos_turn * lengths)
         elif walking and not is_open and t - closed_at > GATE['bout_closed_s']:
             walking, held_t, held_a = False, [], []  # no longer gait: the bout ends where the motion changed
     return steps
@@ -220,7 +235,7 @@ def pipeline(t, xyz):
     steps = []
     for grid, uniform in resample(t, xyz):
         band = band_pass(np.sqrt((uniform ** 2).sum(axis=1)))
-        steps += detect(grid, band, gate_open(uniform, band))
+        steps += detect(grid, band, gate_open(uniform, band), ema(uniform, POSTURE['posture_s'], uniform[0]))
     return steps
 
 

@@ -53,6 +53,21 @@ final class PeakStepDetectorTests: XCTestCase {
         XCTAssertEqual(intervals.min()!, 0.5, accuracy: 0.1)
     }
 
+    func testSittingDownAfterAWalkCountsNoClosingStep() {
+        // The same walk, then the thigh (and the phone in its pocket) turns from upright to level within 0.8 s
+        // as the walker sits: gravity moves from the device's z axis to its x axis, |a| stays g, so the sit
+        // makes no cycle; the footfall that would close the walk is not counted: the walker sat instead.
+        let walk = stillSamples(from: 0, seconds: 2) + walkingSamples(from: 2, seconds: 20, cadenceHz: 2)
+        let sit = (0..<Int(3 * rateHz)).map { k -> Sample in
+            let t = 22 + Double(k) / rateHz
+            let angle = 0.5 * Double.pi * min(1, (t - 22) / 0.8)
+            return Sample(time: t, x: standardGravity * sin(angle), y: 0.1, z: standardGravity * cos(angle))
+        }
+        let standing = detect(walk + stillSamples(from: 22, seconds: 3))
+        XCTAssertEqual(standing.count, 41, "forty footfalls and the closing step")
+        XCTAssertEqual(detect(walk + sit), Array(standing.dropLast()))
+    }
+
     func testSlowAndBriskCadencesCountEveryStep() {
         for cadence in [1.4, 2.5] {
             let seconds = 40 / cadence

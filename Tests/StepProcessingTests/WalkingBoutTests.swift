@@ -155,6 +155,22 @@ final class WalkingBoutTests: XCTestCase {
         XCTAssertEqual(reports[3], [10.0, 10.5, 11.0, 11.5])
     }
 
+    func testAPauseAfterThePostureTurnedCountsNoClosingStep() {
+        // Sitting down: the device's gravity turned during the pause, so the walk ended with the sit, and the
+        // footfall one period after the last step would fall on the chair. The next bout's pause counts its own.
+        var bout = WalkingBout()
+        _ = feed(cycles([1.0, 1.5, 2.0, 2.5, 3.0, 3.5]), into: &bout)
+        var closing: [Double] = []
+        bout.postureChanged = true
+        bout.advance(to: 5.1, steps: &closing)
+        XCTAssertFalse(bout.isWalking)
+        XCTAssertEqual(closing, [])
+        XCTAssertFalse(bout.postureChanged, "a bout's end clears it")
+        _ = feed(cycles([10.0, 10.5, 11.0, 11.5, 12.0]), into: &bout)
+        bout.advance(to: 13.6, steps: &closing)
+        XCTAssertEqual(closing, [12.5])
+    }
+
     func testSecondCrestOfOneFootfallIsNotAStep() {
         // A loose carrier in a 0.53 s gait: every other footfall shows a second crest 0.27 s after it.
         var bout = WalkingBout()

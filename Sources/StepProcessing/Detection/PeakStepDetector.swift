@@ -1,3 +1,5 @@
+import Foundation
+
 /// The default detector: the acceleration magnitude band-passed to walking cadence, its oscillations found
 /// with an adaptive hysteresis, and counted as steps only inside a confirmed walking bout.
 ///
@@ -26,6 +28,14 @@ public final class PeakStepDetector: StepDetector {
         public var bout = WalkingBout.Configuration()
         /// Confirms a bout only where the motion is gait; nil counts every regular run (the detector before the gate).
         public var gate: WalkingGate.Configuration? = WalkingGate.Configuration()
+        /// A bout's closing step is not counted when the direction of gravity the device sees at the end of the
+        /// pause has turned by more than this angle (radians) from its direction during the bout's last steps:
+        /// sitting down turns a thigh (and a trouser pocket) from upright to level, about 90°, and a wrist from
+        /// hanging to resting on the lap; standing still after a walk leaves both within about 20° of how they
+        /// sat while walking. Half of the sit, 45°.
+        public var postureTurnRadians = Double.pi / 4
+        /// The low-pass time constant of the posture's gravity direction, seconds: slower than a step.
+        public var postureSeconds = 0.5
 
         public init(sampleRateHz: Double = 60) { self.sampleRateHz = sampleRateHz }
 
@@ -78,6 +88,12 @@ public final class PeakStepDetector: StepDetector {
         let boutEndSeconds: Double
         var lastTime = -Double.infinity
         let restartAfterSeconds: Double
+        /// The acceleration low-passed (the gravity direction the device sees), and its value at the bout's steps.
+        var posture = Vector3.zero
+        var walkingPosture = Vector3.zero
+        let postureRate: Double
+        let postureCosine: Double
+        let pauseSeconds: Double
 
         init(configuration: Configuration) {
             highPass = .highPass(cutoffHz: configuration.highPassHz, sampleRateHz: configuration.sampleRateHz)
@@ -89,6 +105,17 @@ public final class PeakStepDetector: StepDetector {
             boutEndSeconds = gate.configuration.boutEndSeconds
             // The resampler restarts its grid after a gap; more than two missing grid points means a new signal.
             restartAfterSeconds = 2.5 / configuration.sampleRateHz
+            postureRate = 1 / (configuration.sampleRateHz * configuration.postureSeconds)
+            postureCosine = cos(configuration.postureTurnRadians)
+            pauseSeconds = configuration.bout.maximumStepIntervalSeconds
+        }
+
+        /// Whether gravity, as the device sees it, has turned by more than the posture angle since the bout's steps.
+        func postureTurned() -> Bool {
+            // Both vectors are about g long; compare the cosine of their angle without a square root.
+            let dot = posture.dot(walkingPosture)
+            let lengths = posture.dot(posture) * walkingPosture.dot(walkingPosture)
+            return dot <= 0 || dot * dot < postureCosine * postureCosine * lengths
         }
 
         mutating func process(_ sample: Sample, steps: inout [Double]) {
@@ -101,13 +128,23 @@ public final class PeakStepDetector: StepDetector {
                 finder.reset()
                 bout.reset()
                 if gated { gate.settle(at: sample.acceleration, magnitude: magnitude) }
+                posture = sample.acceleration
             }
             lastTime = sample.time
             let value = lowPass.apply(highPass.apply(magnitude))
             if gated { gate.process(sample.acceleration, magnitude: magnitude, band: value, time: sample.time) }
+            posture = posture + (sample.acceleration - posture) * postureRate
             if let cycle = finder.process(value, time: sample.time) {
                 if gated { bout.gateOpenSince = gate.isOpen ? gate.openSince : .infinity }
+                let wasWalking = bout.isWalking, counted = steps.count
                 bout.take(cycle, steps: &steps)
+                // The bout's posture follows its steps (a slow change, a phone raised to read it, is the walk's).
+                if bout.isWalking && steps.count > counted {
+                    walkingPosture = wasWalking ? walkingPosture + (posture - walkingPosture) * 0.5 : posture
+                }
+            }
+            if bout.isWalking && sample.time - bout.lastStepTimeValue > pauseSeconds {
+                bout.postureChanged = postureTurned()
             }
             bout.advance(to: sample.time, steps: &steps)
             if gated && bout.isWalking && !gate.isOpen && sample.time - gate.closedAt > boutEndSeconds {

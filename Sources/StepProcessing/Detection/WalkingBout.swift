@@ -60,6 +60,9 @@ public struct WalkingBout: Sendable {
         /// a footfall with almost no vertical motion of the body (Jian, Winter et al., Gait & Posture 1993), so
         /// it leaves no cycle. It is counted one step period after the last step.
         public var countsClosingStep = true
+        /// Unless the posture changed during the pause (`postureChanged`): a person who sits down or puts the
+        /// device down ends the walk with the sit or the handling, whose cycles the bout has already counted;
+        /// the footfall one period later would fall on the chair.
         /// Inside a bout an interval of about two step periods (this range, in periods) means one footfall was
         /// too faint to see (an arm carrying something, a soft step): walking does not skip a step, so the
         /// missed one is counted at the middle of the interval. Only between two full-sized steps (at least
@@ -108,6 +111,10 @@ public struct WalkingBout: Sendable {
     /// Since when the motion has been gait, from the walking gate; the detector sets it before each cycle.
     /// +infinity while the gate is closed; -infinity (the default) lets every regular run confirm a bout.
     public var gateOpenSince = -Double.infinity
+    /// Whether the direction of gravity the device sees has turned by a large angle since the bout's last steps
+    /// (a thigh pocket when sitting down); the detector sets it during the bout's closing pause, which then counts
+    /// no closing step.
+    public var postureChanged = false
 
     public init(configuration: Configuration = .init()) {
         precondition(configuration.confirmationSteps >= 2, "a bout needs at least two steps")
@@ -119,6 +126,7 @@ public struct WalkingBout: Sendable {
 
     public mutating func reset() {
         isWalking = false
+        postureChanged = false
         lastStepTime = -.infinity
         precursorTime = -.infinity
         heldTimes.removeAll(keepingCapacity: true)
@@ -139,10 +147,11 @@ public struct WalkingBout: Sendable {
         isWalking = false
         heldTimes.removeAll(keepingCapacity: true)
         heldAmplitudes.removeAll(keepingCapacity: true)
-        if configuration.countsClosingStep {
+        if configuration.countsClosingStep && !postureChanged {
             lastStepTime += stepPeriodSeconds
             steps.append(lastStepTime)
         }
+        postureChanged = false
     }
 
     /// Ends a bout whose motion is no longer walking (the walking gate has stayed closed), without a closing step:

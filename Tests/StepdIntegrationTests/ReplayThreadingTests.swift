@@ -7,8 +7,8 @@ import XCTest
 
 /// What a replay shares between its playing thread and the others, as the daemon uses it: stepd reads
 /// `pressurePath` on the main thread after `start` (BarometerChoice) while the playing thread feeds the pressure
-/// file. Nothing here can fail in an ordinary build; under ThreadSanitizer (`make test-tsan`, scripts/test's
-/// stage) an unsynchronised access between the two threads is a report, and a report fails the run (issue 26:
+/// file. Nothing here can fail in an ordinary build; under ThreadSanitizer (`make test-tsan`, which CI runs after
+/// `make test`) an unsynchronised access between the two threads is a report, and a report fails the run (issue 26:
 /// `ReplaySource.pressure` is written by `PressureFeed.feed` on the playing thread and read by `pressurePath` on
 /// the caller's).
 final class ReplayThreadingTests: XCTestCase {

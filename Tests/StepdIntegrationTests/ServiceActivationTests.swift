@@ -150,8 +150,12 @@ final class ServiceActivationTests: XCTestCase {
         let status = try client.request(["cmd": "status"])
         XCTAssertEqual((status["source"] as? [String: Any])?["kind"] as? String, "replay")
         XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("unused.sock")))
-        let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-        XCTAssertTrue(text.contains("serving the socket systemd passed (\(socketPath))"), text)
+        // The daemon logs this once the socket is adopted, and may answer a client first: a wait for the line.
+        let readLog = { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+        try pollUntil("the log line for the passed socket", timeout: 20, detail: readLog()) {
+            readLog().contains("serving the socket systemd passed (\(socketPath))")
+        }
+        let text = readLog()
         kill(process.processIdentifier, SIGTERM)
         process.waitUntilExit()
         XCTAssertEqual(process.terminationStatus, 0, text)

@@ -150,8 +150,7 @@ final class ConfigKeysTests: XCTestCase {
         }
 
         // log_level = debug.
-        let text = try String(contentsOfFile: logPath, encoding: .utf8)
-        XCTAssertTrue(text.contains(" debug stepd: source choice: "), "log_level: \(text)")
+        try waitForLog(" debug stepd: source choice: ", in: { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" })
     }
 
     /// device and iio_uri name a sensor that is not there: the daemon reads (waits for) it, not a recording;
@@ -250,8 +249,8 @@ final class ConfigKeysTests: XCTestCase {
         let result = try Unprivileged.runHostile(["pipeline", socket, "1", "5"])
         XCTAssertEqual(result["connected"] as? Int, 1, "\(result)")
         _ = try poll(client, timeout: 20, "the pipelining client to be closed") { ($0["closed_clients"] as? Int ?? 0) >= 1 }
-        let text = try String(contentsOfFile: logPath, encoding: .utf8)
-        XCTAssertTrue(text.contains("more than 2 requests waiting"), "max_requests_in_flight: \(text)")
+        // max_requests_in_flight: the reason is logged.
+        try waitForLog("more than 2 requests waiting", in: { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" })
     }
 
     /// demo = true: the bundled recording plays as a demo, and the configured state directory stays untouched.

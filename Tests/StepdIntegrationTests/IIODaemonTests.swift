@@ -73,7 +73,7 @@ final class IIODaemonTests: XCTestCase {
         // The chip's own counter (here: the recording's ground truth, 182 steps, as fed so far).
         let hardware = try XCTUnwrap(steps["hardware_steps"] as? Int, "hardware_steps in STEPS")
         XCTAssertTrue((170...182).contains(hardware), "hardware_steps \(hardware)")
-        XCTAssertTrue(daemon.fake.log.contains("62.5 Hz"), "chose 62.5 Hz, the smallest rate >= 60: \(daemon.fake.log)")
+        try waitForLog("62.5 Hz", in: { daemon.fake.log })  // the smallest rate >= 60
         XCTAssertEqual(daemon.fake.terminate(), 0)
     }
 

@@ -52,8 +52,8 @@ final class IIOWaitingTests: XCTestCase {
         XCTAssertLessThan(pickedUp, 2, "picked up \(String(format: "%.2f", pickedUp)) s after it appeared")
         XCTAssertEqual(running.sourceKind, "iio-buffer")
         XCTAssertEqual(running.sourceDescription, "iio:device0 (bmi160, label accel-base)")
-        XCTAssertTrue(fake.log.contains("iio watch: a device event"), fake.log)
-        XCTAssertTrue(fake.log.contains("buffered capture at 62.5 Hz"), "the rate choice is logged: \(fake.log)")
+        try waitForLog("iio watch: a device event", in: { fake.log })
+        try waitForLog("buffered capture at 62.5 Hz", in: { fake.log })  // the rate choice is logged
 
         try daemon.waitUntil(timeout: 60, "steps from the device") { _ in
             (try daemon.steps()["steps"] as? Int ?? 0) > 10

@@ -189,7 +189,7 @@ final class MQTTTests: XCTestCase {
         let discovery = try retainedMessages(broker: broker, topics: ["homeassistant/#"], arguments: tls)
         XCTAssertNotNil(discovery["homeassistant/sensor/stepd_wearable-07/steps/config"], "\(discovery.keys)")
         // The keepalive the broker was asked for: mosquitto logs it as "k17".
-        XCTAssertTrue(broker.log.contains("as stepd-wearable-07 (p2, c1, k17, u'wearable-07')"), broker.log.suffix(1500).description)
+        try waitForLog("as stepd-wearable-07 (p2, c1, k17, u'wearable-07')", in: { broker.log })
         let line = try runCommand(Binaries.stepctl, ["status", "--socket", daemon.socketPath], timeout: 10).stdout
         XCTAssertTrue(line.contains("mqtt:     connected to mqtts://127.0.0.1:\(broker.port) as lab/wearable-07; "), line)
         try checkStepsRate(steps)

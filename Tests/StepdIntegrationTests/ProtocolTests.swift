@@ -325,9 +325,9 @@ final class DaemonLifecycleTests: XCTestCase {
         try pollUntil("the signals to be logged", timeout: 10, every: 0.1, detail: daemon.log) {
             daemon.log.contains("SIGUSR2 ignored")
         }
-        let log = daemon.log
-        XCTAssert(log.contains("SIGHUP ignored: stepd reads its configuration only at start"), log)
-        XCTAssert(log.contains("SIGUSR1: ") && log.contains(" steps since "), log)
+        try waitForLog("SIGHUP ignored: stepd reads its configuration only at start", in: { daemon.log })
+        try waitForLog("SIGUSR1: ", in: { daemon.log })
+        try waitForLog(" steps since ", in: { daemon.log })
         XCTAssertEqual(daemon.terminate(), 0)
         XCTAssert(daemon.log.contains(" saved to "), daemon.log)
     }

@@ -97,7 +97,7 @@ final class SensorStepCounterTests: XCTestCase {
         }
         XCTAssertGreaterThan(counts.count, 20)
         XCTAssertEqual(counts, Array((counts.first ?? 0)...(counts.last ?? 0)), "no STEP count skipped or repeated")
-        XCTAssertTrue(daemon.fake.log.contains("buffer on"), daemon.fake.log)
+        try waitForLog("buffer on", in: { daemon.fake.log })
     }
 
     /// A recording that starts with the wearer still for `stillSeconds` (gravity with a few mg of jitter, about
@@ -131,10 +131,10 @@ final class SensorStepCounterTests: XCTestCase {
         let daemon = try startDaemon(bmi160(["recording": recording, "steps": truth]), arguments: ["--sensor-step-counter"])
         defer { _ = daemon.fake.terminate() }
         try daemon.waitUntil(timeout: 20, "the sensor to count while still") { counting($0).counting == "sensor" }
-        XCTAssertTrue(daemon.fake.log.contains("counts now (still for 10 s)"), daemon.fake.log)
+        try waitForLog("counts now (still for 10 s)", in: { daemon.fake.log })
         XCTAssertEqual(try daemon.steps()["steps"] as? Int, 0)
         try daemon.waitUntil(timeout: 15, "capture to come back at the walk's start") { counting($0).counting == "detector" }
-        XCTAssertTrue(daemon.fake.log.contains("the counter moved after a still stretch: a bout starts"), daemon.fake.log)
+        try waitForLog("the counter moved after a still stretch: a bout starts", in: { daemon.fake.log })
         let early = try XCTUnwrap(try daemon.steps()["steps"] as? Int)
         XCTAssertGreaterThan(early, 0, "the counter's steps before capture came back are counted")
         let steps = try pollFor("the detector to count on", timeout: 20, every: 0.2, detail: daemon.fake.log) {
@@ -181,6 +181,6 @@ final class SensorStepCounterTests: XCTestCase {
         XCTAssertEqual(counting(status).counting, "detector")
         try daemon.waitUntil(timeout: 20, "samples") { ($0["samples_in"] as? Int ?? 0) > 250 }
         XCTAssertFalse(daemon.fake.log.contains("buffer off"), daemon.fake.log)
-        XCTAssertTrue(daemon.fake.log.contains("has no step counter (in_steps_input): the detector counts"), daemon.fake.log)
+        try waitForLog("has no step counter (in_steps_input): the detector counts", in: { daemon.fake.log })
     }
 }

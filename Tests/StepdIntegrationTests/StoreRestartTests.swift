@@ -151,7 +151,7 @@ final class StoreRestartTests: XCTestCase {
         XCTAssertEqual(store["state"] as? String, "failed")
         let error = try XCTUnwrap(store["error"] as? String)
         XCTAssertTrue(error.contains(state + "/stepd.sqlite") && error.contains("not a database"), error)
-        XCTAssertTrue(daemon.log.contains("file is not a database"), daemon.log)
+        try waitForLog("file is not a database", in: { daemon.log })
         _ = try watchSteps(client, until: 10)
         let history = try daemon.connect().request(["cmd": "history"])
         XCTAssertEqual(history["class"] as? String, "ERROR")

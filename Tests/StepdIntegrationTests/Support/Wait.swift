@@ -46,3 +46,13 @@ struct ProcessExited: Error, CustomStringConvertible {
     let log: String
     var description: String { "\(what) exited; log:\n\(log)" }
 }
+
+/// Waits until `log` (read afresh each time: a file a running process writes) holds `text`. A line logged beside a
+/// state change can land just after the state a test waited on (a counter in STATUS, a reply, a client's exit),
+/// so a running process's log is waited on, not read once; the log of a process that has exited is complete.
+func waitForLog(_ text: String, in log: () -> String, timeout: TimeInterval = 20,
+                file: StaticString = #filePath, line: UInt = #line) throws {
+    try pollUntil("\"\(text)\" in the log", timeout: timeout, detail: log(), file: file, line: line) {
+        log().contains(text)
+    }
+}

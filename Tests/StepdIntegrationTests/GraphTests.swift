@@ -57,14 +57,16 @@ final class GraphTests: XCTestCase {
         XCTAssertFalse(after.contains("stepd seismometer"), "the screen is restored")
     }
 
-    /// The screen until `condition` holds on it (5 s at most), then as it is.
+    /// The screen once `condition` holds on it, or as it is after 30 s, for the assertions that follow to show.
+    /// Generous: under load stepctl redraws after a SIGWINCH late (5 s was not always enough).
     private func screen(until condition: (String) -> Bool) throws -> String {
         var screen = ""
-        for _ in 0..<50 {
+        let deadline = Date().addingTimeInterval(30)
+        repeat {
             screen = try tmux(["capture-pane", "-p", "-t", "graph"]).stdout
             if condition(screen) { break }
             usleep(100_000)  // poll interval of a wait for a state, not a fixed wait
-        }
+        } while Date() < deadline
         return screen
     }
 

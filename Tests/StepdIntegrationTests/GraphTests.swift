@@ -34,12 +34,7 @@ final class GraphTests: XCTestCase {
         let start = try tmuxDetached(["new-session", "-d", "-s", "graph", "-x", "80", "-y", "24",
                               "\(Binaries.stepctl) graph --sensitivity 4 --socket \(daemon.socketPath); sleep 30"])
         XCTAssertEqual(start, 0)
-        var screen = ""
-        for _ in 0..<50 {
-            usleep(200_000)  // poll interval of a wait for a state, not a fixed wait
-            screen = try tmux(["capture-pane", "-p", "-t", "graph"]).stdout
-            if screen.contains("vibration") && screen.contains("█") { break }
-        }
+        let screen = try screen { $0.contains("vibration") && $0.contains("█") }
         print(screen)
         let lines = screen.split(separator: "\n", omittingEmptySubsequences: false)
         XCTAssert(screen.contains("stepd seismometer"), screen)

@@ -97,6 +97,8 @@ struct IIOBufferedSource {
                         readAlong?.stopped()
                         sink.sourceStateChanged(.disconnected(reason: "\(name) sends no data (refill timed out); waiting"))
                         running = false
+                        // The chip's own counter counts without the FIFO: its last steps are read while none comes.
+                        hardwareSteps?.poll(sink: sink, now: IIOTimeline.monotonicSeconds())
                         continue
                     }
                     throw IIOError.bufferFailed(device: name, reason: IIODevice.message(errno: Int32(-result)))

@@ -142,16 +142,18 @@ final class ServiceActivationTests: XCTestCase {
         process.standardError = FileHandle(forWritingAtPath: log)
         try process.run()
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
-        let deadline = Date().addingTimeInterval(10)
-        while !FileManager.default.fileExists(atPath: socketPath), Date() < deadline { usleep(20_000) }  // poll interval of a wait for a state, not a fixed wait
-
-        let client = try SocketClient(path: socketPath, receiveTimeout: 20)
+        // systemd-socket-activate binds the path before it listens: a connect between the two is refused, so the
+        // wait is for a connection that succeeds, not for the file.
+        let readLog = { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+        let client = try pollFor("a connection to the socket systemd-socket-activate listens on", timeout: 20,
+                                 detail: readLog()) {
+            try? SocketClient(path: socketPath, receiveTimeout: 20)
+        }
         XCTAssertEqual(client.version["class"] as? String, "VERSION")
         let status = try client.request(["cmd": "status"])
         XCTAssertEqual((status["source"] as? [String: Any])?["kind"] as? String, "replay")
         XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("unused.sock")))
         // The daemon logs this once the socket is adopted, and may answer a client first: a wait for the line.
-        let readLog = { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
         try pollUntil("the log line for the passed socket", timeout: 20, detail: readLog()) {
             readLog().contains("serving the socket systemd passed (\(socketPath))")
         }

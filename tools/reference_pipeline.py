@@ -21,15 +21,16 @@ RATE_HZ = 60.0
 GAP_S = 0.5
 CYCLE = dict(floor=0.6, fraction=0.25, follow=0.1, decay_s=1.0)
 BOUT = dict(confirm=6, min_interval=0.28, max_interval=1.5, min_period_fraction=0.6, stride_tolerance=0.2,
-            step_asymmetry=2.0, amplitude_spread=4.0, min_amplitude_fraction=0.35, period_rate=0.2, amplitude_rate=0.1,
-            missed_min_periods=1.6, missed_max_periods=2.4, rhythm_min_periods=1.0, rhythm_max_periods=2.2,
-            rhythm_amplitude_fraction=0.2, short_bout=4, short_tolerance=0.15, short_amplitude_spread=2.0,
+            step_asymmetry=2.0, amplitude_spread=4.0, cross_foot_amplitude_spread=6.0, min_amplitude_fraction=0.35,
+            period_rate=0.2, amplitude_rate=0.1, missed_min_periods=1.6, missed_max_periods=2.4,
+            rhythm_min_periods=1.0, rhythm_max_periods=2.2, rhythm_amplitude_fraction=0.2, short_bout=4,
+            short_tolerance=0.15, short_amplitude_spread=2.0, short_cross_foot_spread=3.0,
             initiation=True, initiation_min_periods=0.9, initiation_max_periods=1.5, gate_open_from_cycle=2)
 GATE = dict(vertical_share=0.07, band_share=0.2, band_share_per_turn=0.2, shock_relief=2.0, energy_s=2.0, band_share_s=4.0,
             turn_s=2.0, gravity_s=0.25, shock_hz=4.0, dropout_s=0.5, bout_closed_s=4.0)
 # No closing step when the gravity direction (acceleration low-passed at posture_s) has turned by more than
 # posture_turn_rad from its value at the bout's steps (sitting down).
-POSTURE = dict(posture_s=0.5, posture_turn_rad=np.pi / 4)
+POSTURE = dict(posture_s=0.5, posture_turn_rad=np.pi / 9)
 
 
 def biquad(kind, cutoff_hz, rate_hz=RATE_HZ, q=2 ** -0.5):
@@ -192,7 +193,7 @@ def detect(grid, value, gate=None, posture=None):
                         if abs(i1 - i3) > b['stride_tolerance'] * (i1 + i2):
                             drop(2)
                     k = 0
-                    while max(held_a[k:]) > b['amplitude_spread'] * min(held_a[k:]):
+                    while not sizes_agree(held_a[k:], b['amplitude_spread'], b['cross_foot_amplitude_spread']):
                         k += 1
                     drop(len(held_t) - k)
                     run = len(held_t) >= b['confirm'] or is_short_bout(held_t, held_a)
@@ -228,7 +229,13 @@ def is_short_bout(held_t, held_a):
     intervals = np.diff(times)
     typical = float(np.median(intervals))
     return bool(np.all(np.abs(intervals - typical) <= b['short_tolerance'] * typical)
-                and max(sizes) <= b['short_amplitude_spread'] * min(sizes))
+                and sizes_agree(sizes, b['short_amplitude_spread'], b['short_cross_foot_spread']))
+
+
+def sizes_agree(sizes, per_foot, across):
+    """Cycles alternate feet: each foot's sizes within per_foot of each other, all of them within across."""
+    return all(max(foot) <= per_foot * min(foot) for foot in (sizes[0::2], sizes[1::2]) if foot) \
+        and max(sizes) <= across * min(sizes)
 
 
 def pipeline(t, xyz):

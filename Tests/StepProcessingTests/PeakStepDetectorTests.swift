@@ -68,6 +68,22 @@ final class PeakStepDetectorTests: XCTestCase {
         XCTAssertEqual(detect(walk + sit), Array(standing.dropLast()))
     }
 
+    func testASitStillUnderWayWhenThePauseEndsCountsNoClosingStep() {
+        // At the end of the pause the device has turned by 30° (a sit that has begun): no closing step. A hand
+        // that settles by 12° while the walker stands still keeps it.
+        let walk = stillSamples(from: 0, seconds: 2) + walkingSamples(from: 2, seconds: 20, cadenceHz: 2)
+        func turned(by degrees: Double) -> [Sample] {
+            (0..<Int(3 * rateHz)).map { k -> Sample in
+                let t = 22 + Double(k) / rateHz
+                let angle = degrees * Double.pi / 180 * min(1, (t - 22) / 0.8)
+                return Sample(time: t, x: standardGravity * sin(angle), y: 0.1, z: standardGravity * cos(angle))
+            }
+        }
+        let standing = detect(walk + stillSamples(from: 22, seconds: 3))
+        XCTAssertEqual(detect(walk + turned(by: 12)), standing)
+        XCTAssertEqual(detect(walk + turned(by: 30)), Array(standing.dropLast()))
+    }
+
     func testSlowAndBriskCadencesCountEveryStep() {
         for cadence in [1.4, 2.5] {
             let seconds = 40 / cadence

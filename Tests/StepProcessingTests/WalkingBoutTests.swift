@@ -95,6 +95,33 @@ final class WalkingBoutTests: XCTestCase {
         XCTAssertFalse(bout.isWalking)
     }
 
+    func testAOneSidedCarriersAlternatingSizesConfirmAShortBout() {
+        // A phone in one front pocket sees its own leg's footfall 2.5 times the other's; each foot's are alike.
+        var bout = WalkingBout()
+        let list = zip([1.0, 1.5, 2.0, 2.5], [10.0, 4.0, 9.0, 4.5]).map { GaitCycle(time: $0, amplitude: $1) }
+        let reports = feed(list, into: &bout)
+        XCTAssertEqual(reports[3], [1.0, 1.5, 2.0, 2.5])
+        XCTAssertTrue(bout.isWalking)
+    }
+
+    func testSizesThatDifferWithinOneFootAreNotAShortBout() {
+        // The same overall spread, but one foot's cycles differ 2.5-fold: not a steady gait.
+        var bout = WalkingBout()
+        let list = zip([1.0, 1.5, 2.0, 2.5], [10.0, 9.0, 4.0, 9.5]).map { GaitCycle(time: $0, amplitude: $1) }
+        XCTAssertEqual(feed(list, into: &bout).flatMap { $0 }, [])
+        XCTAssertFalse(bout.isWalking)
+    }
+
+    func testAOneSidedGaitFiveToOneBetweenTheFeetConfirmsASixStepRun() {
+        // Uneven intervals (no short bout) and sizes alternating 10 and 2: the feet differ fivefold, each foot
+        // is steady, so the six cycles are a run; the tenfold jump of the test below is not.
+        var bout = WalkingBout()
+        let times = [1.0, 1.5, 2.1, 2.6, 3.2, 3.7]
+        let list = times.enumerated().map { GaitCycle(time: $1, amplitude: $0 % 2 == 0 ? 10 : 2) }
+        let reports = feed(list, into: &bout)
+        XCTAssertEqual(reports[5], times)
+    }
+
     func testAlternatingLeftRightIntervalsStillConfirm() {
         // A phone in one back pocket: steps alternate 0.40 s and 0.62 s, strides are steady.
         var bout = WalkingBout()

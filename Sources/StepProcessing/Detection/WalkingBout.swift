@@ -35,8 +35,13 @@ public struct WalkingBout: Sendable {
         /// While confirming, one step may last at most this many times the step before: even a limping or
         /// one-sided gait stays within about 1.6:1; handling jerks do not.
         public var stepAsymmetry = 2.0
-        /// While confirming, the largest cycle may be at most this many times the smallest.
+        /// While confirming, the largest cycle of one foot may be at most this many times that foot's smallest
+        /// (the cycles alternate feet: every other one is the same foot's), and the largest of all at most
+        /// `crossFootAmplitudeSpread` times the smallest of all. A one-sided carrier (a trouser pocket, one
+        /// hand) sees its own leg's footfall two to three times the other's: in the timed up-and-go walks of
+        /// sp-sw-har a front-pocket phone's cycles alternate 10 and 4 m/s^2, while each foot's stay within 1.5:1.
         public var amplitudeSpread = 4.0
+        public var crossFootAmplitudeSpread = 6.0
         /// Inside a bout a cycle smaller than this fraction of the bout's step size is not a footfall.
         public var minimumAmplitudeFraction = 0.35
         /// Inside a bout a cycle that comes on the walk's rhythm (this range of step periods after the last step)
@@ -50,12 +55,13 @@ public struct WalkingBout: Sendable {
         public var rhythmMaximumPeriods = 2.2
         public var rhythmAmplitudeFraction = 0.2
         /// A short bout: this many cycles confirm a bout when they are evenly spaced (each interval within
-        /// `shortBoutTolerance` of their median) and of one size (largest at most `shortBoutAmplitudeSpread` times
-        /// the smallest). Walking from a desk to a door is four or five steps; handling is neither that even
-        /// nor that uniform.
+        /// `shortBoutTolerance` of their median) and of one size foot by foot (each foot's largest at most
+        /// `shortBoutAmplitudeSpread` times its smallest, and all within `shortBoutCrossFootSpread`). Walking from
+        /// a desk to a door is four or five steps; handling is neither that even nor that uniform.
         public var shortBoutSteps = 4
         public var shortBoutTolerance = 0.15
         public var shortBoutAmplitudeSpread = 2.0
+        public var shortBoutCrossFootSpread = 3.0
         /// Count the closing step when a bout ends: gait termination ends by bringing the trailing foot alongside,
         /// a footfall with almost no vertical motion of the body (Jian, Winter et al., Gait & Posture 1993), so
         /// it leaves no cycle. It is counted one step period after the last step.
@@ -244,18 +250,16 @@ public struct WalkingBout: Sendable {
         for i in (n - c.shortBoutSteps + 1)..<n { scratch.append(heldTimes[i] - heldTimes[i - 1]) }
         let typical = median(&scratch)
         for interval in scratch where abs(interval - typical) > c.shortBoutTolerance * typical { return false }
-        var low = Double.infinity, high = 0.0
-        for a in heldAmplitudes[(n - c.shortBoutSteps)...] { low = min(low, a); high = max(high, a) }
-        return high <= c.shortBoutAmplitudeSpread * low
+        return sizesAgree(heldAmplitudes[(n - c.shortBoutSteps)...],
+                          perFoot: c.shortBoutAmplitudeSpread, across: c.shortBoutCrossFootSpread)
     }
 
     /// Drops the oldest held cycles until the rest have a plausible spread of sizes.
     private mutating func trimToConsistentAmplitude() {
+        let c = configuration
         var start = 0
-        while start < heldAmplitudes.count - 1 {
-            var low = Double.infinity, high = 0.0
-            for a in heldAmplitudes[start...] { low = min(low, a); high = max(high, a) }
-            if high <= configuration.amplitudeSpread * low { break }
+        while start < heldAmplitudes.count - 1
+                && !sizesAgree(heldAmplitudes[start...], perFoot: c.amplitudeSpread, across: c.crossFootAmplitudeSpread) {
             start += 1
         }
         if start > 0 { dropHeld(keeping: heldTimes.count - start) }
@@ -294,6 +298,19 @@ public struct WalkingBout: Sendable {
         heldTimes.removeAll(keepingCapacity: true)
         heldAmplitudes.removeAll(keepingCapacity: true)
     }
+}
+
+/// Whether consecutive cycle sizes, which alternate feet, agree foot by foot (each foot's largest at most `perFoot`
+/// times its smallest) and overall (the largest at most `across` times the smallest).
+func sizesAgree(_ sizes: ArraySlice<Double>, perFoot: Double, across: Double) -> Bool {
+    var low = (Double.infinity, Double.infinity), high = (0.0, 0.0)
+    var first = true
+    for a in sizes {
+        if first { low.0 = min(low.0, a); high.0 = max(high.0, a) } else { low.1 = min(low.1, a); high.1 = max(high.1, a) }
+        first.toggle()
+    }
+    return high.0 <= perFoot * low.0 && high.1 <= perFoot * low.1
+        && max(high.0, high.1) <= across * min(low.0, low.1)
 }
 
 /// The median of a few values (sorts them in place); the mean of the middle two for an even count.

@@ -40,6 +40,7 @@ public struct WalkingBout: Sendable {
         /// `crossFootAmplitudeSpread` times the smallest of all. A one-sided carrier (a trouser pocket, one
         /// hand) sees its own leg's footfall two to three times the other's: in the timed up-and-go walks of
         /// sp-sw-har a front-pocket phone's cycles alternate 10 and 4 m/s^2, while each foot's stay within 1.5:1.
+        /// The limits across the feet (here and `shortBoutCrossFootSpread`) are chosen by tools/tune-foot-limits.
         public var amplitudeSpread = 4.0
         public var crossFootAmplitudeSpread = 6.0
         /// Inside a bout a cycle smaller than this fraction of the bout's step size is not a footfall.

@@ -160,7 +160,10 @@ def detect(grid, value, gate=None, posture=None):
             was_walking, counted = walking, len(steps)
             if walking:
                 iv = ct - last
-                on_rhythm = b['rhythm_min_periods'] * period <= iv <= b['rhythm_max_periods'] * period
+                dot = float(here @ walking_posture)
+                lengths = float(here @ here) * float(walking_posture @ walking_posture)
+                turned = dot <= 0 or dot * dot < cos_turn * cos_turn * lengths  # no turn step once the device tilted
+                on_rhythm = not turned and b['rhythm_min_periods'] * period <= iv <= b['rhythm_max_periods'] * period
                 gate = b['rhythm_amplitude_fraction'] if on_rhythm else b['min_amplitude_fraction']
                 if ca < gate * size or iv < max(b['min_interval'], b['min_period_fraction'] * period):
                     ct = None

@@ -226,6 +226,21 @@ final class WalkingBoutTests: XCTestCase {
         XCTAssertEqual(reports[10], [], "0.35 s after a step in a 0.54 s rhythm, and small: a wobble")
     }
 
+    func testOnceTheDeviceHasTiltedASmallCycleIsNoTurnStep() {
+        // A body turning on its feet does not tilt what it carries; a sit or a hand handling the phone does. Once
+        // the detector says the device has turned from the bout's posture, a small cycle on the rhythm is not a
+        // step, while a full-sized one still is.
+        var walking = WalkingBout()
+        _ = feed(cycles([1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0]), into: &walking)
+        for (tilted, amplitude, expected) in [(false, 1.2, [4.55]), (true, 1.2, []), (true, 5.0, [4.55])] {
+            var bout = walking
+            bout.postureChanged = tilted
+            var steps: [Double] = []
+            bout.take(GaitCycle(time: 4.55, amplitude: amplitude), steps: &steps)
+            XCTAssertEqual(steps, expected, "tilted \(tilted), size \(amplitude)")
+        }
+    }
+
     func testALongIntervalBetweenTwoTurnStepsIsOnePivotStep() {
         // Two turn-sized cycles two periods apart: one slow pivot step, not a footfall missed between them
         // (between two full-sized steps the same interval is a missed footfall: see above).

@@ -138,6 +138,7 @@ public final class PeakStepDetector: StepDetector {
             posture = posture + (sample.acceleration - posture) * postureRate
             if let cycle = finder.process(value, time: sample.time) {
                 if gated { bout.gateOpenSince = gate.isOpen ? gate.openSince : .infinity }
+                if bout.isWalking { bout.postureChanged = postureTurned() }
                 let wasWalking = bout.isWalking, counted = steps.count
                 bout.take(cycle, steps: &steps)
                 // The bout's posture follows its steps (a slow change, a phone raised to read it, is the walk's).

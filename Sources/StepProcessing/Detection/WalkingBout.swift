@@ -119,8 +119,9 @@ public struct WalkingBout: Sendable {
     /// +infinity while the gate is closed; -infinity (the default) lets every regular run confirm a bout.
     public var gateOpenSince = -Double.infinity
     /// Whether the direction of gravity the device sees has turned by a large angle since the bout's last steps
-    /// (a thigh pocket when sitting down); the detector sets it during the bout's closing pause, which then counts
-    /// no closing step.
+    /// (a thigh pocket when sitting down, a phone taken in hand); the detector sets it at each cycle of a bout and
+    /// during its closing pause. The pause then counts no closing step, and a small cycle is no turn step: a body
+    /// turning on its feet does not tilt what it carries, a sit or the hand's handling does.
     public var postureChanged = false
 
     public init(configuration: Configuration = .init()) {
@@ -165,6 +166,7 @@ public struct WalkingBout: Sendable {
     /// the walk did not stop, it turned into something else. The next walk must confirm again.
     public mutating func abandon() {
         isWalking = false
+        postureChanged = false
         heldTimes.removeAll(keepingCapacity: true)
         heldAmplitudes.removeAll(keepingCapacity: true)
     }
@@ -174,7 +176,7 @@ public struct WalkingBout: Sendable {
         let c = configuration
         if isWalking {
             let interval = cycle.time - lastStepTime
-            let onRhythm = interval >= c.rhythmMinimumPeriods * stepPeriodSeconds
+            let onRhythm = !postureChanged && interval >= c.rhythmMinimumPeriods * stepPeriodSeconds
                 && interval <= c.rhythmMaximumPeriods * stepPeriodSeconds
             let gate = onRhythm ? c.rhythmAmplitudeFraction : c.minimumAmplitudeFraction
             if cycle.amplitude < gate * stepAmplitude

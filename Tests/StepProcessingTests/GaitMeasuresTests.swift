@@ -43,6 +43,32 @@ final class GaitMeasuresTests: XCTestCase {
         XCTAssertEqual(split, 1, accuracy: 0.01)
     }
 
+    func testPeakAutocorrelationEqualsTheBestSingleLag() throws {
+        // The peak search sums four lags per pass; each lag must still give exactly the double of the one-lag sum,
+        // across segments of every length relative to the lags (longer, equal, shorter) and any range's width.
+        var generator = SystemRandomNumberGenerator()
+        for trial in 0..<40 {
+            let count = Int.random(in: 20...400, using: &generator)
+            let x = (0..<count).map { i in sin(Double(i) / Double(3 + trial % 7)) + Double.random(in: -0.5...0.5, using: &generator) }
+            var segments = [0]
+            while let last = segments.last, last + 5 < count, segments.count < 4 {
+                segments.append(Int.random(in: (last + 1)..<count, using: &generator))
+            }
+            let low = Int.random(in: 1...30, using: &generator), high = low + Int.random(in: 0...13, using: &generator)
+            var expected: (value: Double, lag: Int)?
+            for lag in low...high {
+                if let value = GaitMath.autocorrelation(x, segments: segments, lag: lag), value > (expected?.value ?? -.infinity) {
+                    expected = (value, lag)
+                }
+            }
+            let found = GaitMath.peakAutocorrelation(x, segments: segments, lags: low...high)
+            XCTAssertEqual(found?.value, expected?.value, "trial \(trial): \(count) samples, segments \(segments), lags \(low)...\(high)")
+            XCTAssertEqual(found?.lag, expected?.lag, "trial \(trial)")
+        }
+        XCTAssertNil(GaitMath.peakAutocorrelation([0, 0, 0, 0, 0, 0], segments: [0], lags: 1...3), "no energy, no peak")
+        XCTAssertNil(GaitMath.peakAutocorrelation([1, 2, 3], segments: [0], lags: 3...8), "no pairs at any lag")
+    }
+
     func testRegularityAndSymmetryOfAnUnevenGait() throws {
         // Steps of 30 samples; every second step is weaker (a limp): the step lag correlates less than the stride lag.
         let x = (0..<1200).map { i -> Double in

@@ -134,18 +134,63 @@ public enum GaitMath {
         }
     }
 
-    /// The highest autocorrelation over lags `range` (samples), and its lag.
+    /// The highest autocorrelation over lags `range` (samples), and its lag. Four lags are summed in one pass
+    /// over the signal (four independent sums keep the processor busy where one waits on each addition); each
+    /// lag's products are still added in index order, so every value is the same double `autocorrelation` gives.
     public static func peakAutocorrelation(_ x: [Double], segments: [Int], lags range: ClosedRange<Int>)
         -> (value: Double, lag: Int)? {
         var best: (value: Double, lag: Int)?
         let energy = energy(x, segments: segments)
-        for lag in range where lag > 0 {
-            if let value = autocorrelation(x, segments: segments, lag: lag, energy: energy),
-               value > (best?.value ?? -.infinity) {
-                best = (value, lag)
+        guard energy > 0 else { return nil }
+        var lag = max(1, range.lowerBound)
+        while lag <= range.upperBound {
+            let width = min(4, range.upperBound - lag + 1)
+            let sums = productsOfFourLags(x, segments: segments, from: lag)
+            for k in 0..<width {
+                let pairs = pairCount(x.count, segments: segments, lag: lag + k)
+                guard pairs > 0 else { continue }
+                let value = (sums[k] / Double(pairs)) / (energy / Double(x.count))
+                if value > (best?.value ?? -.infinity) { best = (value, lag + k) }
             }
+            lag += width
         }
         return best
+    }
+
+    /// Σ x[i]·x[i+m] within each segment for m = lag...lag+3, each summed in index order.
+    private static func productsOfFourLags(_ x: [Double], segments: [Int], from lag: Int) -> SIMD4<Double> {
+        x.withUnsafeBufferPointer { x in
+            var s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
+            for (k, start) in segments.enumerated() {
+                let end = k + 1 < segments.count ? segments[k + 1] : x.count
+                // Every lag pairs i with i + m while i + m < end: the first indices serve all four lags.
+                var i = start
+                let shared = end - lag - 3
+                while i < shared {
+                    let a = x[i]
+                    s0 += a * x[i + lag]; s1 += a * x[i + lag + 1]; s2 += a * x[i + lag + 2]; s3 += a * x[i + lag + 3]
+                    i += 1
+                }
+                while i < end - lag {
+                    let a = x[i]
+                    s0 += a * x[i + lag]
+                    if i + lag + 1 < end { s1 += a * x[i + lag + 1] }
+                    if i + lag + 2 < end { s2 += a * x[i + lag + 2] }
+                    i += 1
+                }
+            }
+            return SIMD4(s0, s1, s2, s3)
+        }
+    }
+
+    /// How many products the unbiased autocorrelation at `lag` averages.
+    private static func pairCount(_ count: Int, segments: [Int], lag: Int) -> Int {
+        var pairs = 0
+        for (k, start) in segments.enumerated() {
+            let end = k + 1 < segments.count ? segments[k + 1] : count
+            if end - start > lag { pairs += end - start - lag }
+        }
+        return pairs
     }
 
     /// Step regularity and symmetry for steps of about `stepSamples` samples: the dominant peak within ±30 %

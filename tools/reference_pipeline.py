@@ -25,7 +25,8 @@ BOUT = dict(confirm=6, min_interval=0.28, max_interval=1.5, min_period_fraction=
             period_rate=0.2, amplitude_rate=0.1, missed_min_periods=1.6, missed_max_periods=2.4,
             rhythm_min_periods=1.0, rhythm_max_periods=2.2, rhythm_amplitude_fraction=0.2, short_bout=4,
             short_tolerance=0.15, short_amplitude_spread=2.0, short_cross_foot_spread=3.0,
-            initiation=True, initiation_min_periods=0.9, initiation_max_periods=1.5, gate_open_from_cycle=2)
+            initiation=True, initiation_min_periods=0.9, initiation_max_periods=1.5, gate_open_from_cycle=2,
+            fast_min_interval=0.2, fast_max_interval=0.36, fast_max_period_fraction=0.75)
 GATE = dict(vertical_share=0.07, band_share=0.2, band_share_per_turn=0.2, shock_relief=2.0, energy_s=2.0, band_share_s=4.0,
             turn_s=2.0, gravity_s=0.25, shock_hz=4.0, dropout_s=0.5, bout_closed_s=4.0)
 # No closing step when the gravity direction (acceleration low-passed at posture_s) has turned by more than
@@ -122,6 +123,7 @@ def detect(grid, value, gate=None, posture=None):
         posture = np.tile([0.0, 0.0, 1.0], (len(grid), 1))
     cos_turn = np.cos(POSTURE['posture_turn_rad'])
     walking_posture = np.zeros(3)
+    recent, fast = [], False  # the bout's last full-sized cycles; whether it has taken a stair descent's quick rhythm
 
     def drop(keep):
         nonlocal pre_t, pre_a, held_t, held_a
@@ -165,11 +167,22 @@ def detect(grid, value, gate=None, posture=None):
                 turned = dot <= 0 or dot * dot < cos_turn * cos_turn * lengths  # no turn step once the device tilted
                 on_rhythm = not turned and b['rhythm_min_periods'] * period <= iv <= b['rhythm_max_periods'] * period
                 gate = b['rhythm_amplitude_fraction'] if on_rhythm else b['min_amplitude_fraction']
-                if ca < gate * size or iv < max(b['min_interval'], b['min_period_fraction'] * period):
+                soon = iv < max(b['fast_min_interval'] if fast else b['min_interval'], b['min_period_fraction'] * period)
+                if ca >= b['min_amplitude_fraction'] * size:
+                    recent = (recent + [ct])[-b['short_bout']:]
+                    if soon and not fast and len(recent) == b['short_bout']:
+                        # Cycles at half the walk's period, even as a short bout: a stair descent, not a second crest.
+                        d = np.diff(recent); m = float(np.median(d))
+                        if (b['fast_min_interval'] <= m <= min(b['fast_max_interval'], b['fast_max_period_fraction'] * period)
+                                and np.all(np.abs(d - m) <= b['short_tolerance'] * m)):
+                            fast, period, soon = True, m, iv < b['fast_min_interval']
+                if ca < gate * size or soon:
                     ct = None
                 elif iv <= b['max_interval']:
                     normal = b['min_amplitude_fraction'] * size  # a long interval between two turn-sized cycles is one pivot step
-                    if (b['missed_min_periods'] * period < iv < b['missed_max_periods'] * period
+                    if fast and iv > b['missed_min_periods'] * period:
+                        fast, period = False, iv  # back to the walk's rhythm, not a missed footfall
+                    elif (b['missed_min_periods'] * period < iv < b['missed_max_periods'] * period
                             and ca >= normal and last_a >= normal):
                         steps.append(last + iv / 2); iv = iv / 2
                     steps.append(ct); last = ct; last_a = ca
@@ -211,6 +224,7 @@ def detect(grid, value, gate=None, posture=None):
                                 and pre_a >= b['rhythm_amplitude_fraction'] * size):
                             steps.append(pre_t)  # gait initiation: the push-off just before the run
                         steps.extend(held_t); last = held_t[-1]; last_a = held_a[-1]; walking = True
+                        recent, fast = list(held_t[-b['short_bout']:]), False
                         held_t, held_a = [], []; pre_t = -np.inf
             if walking and len(steps) > counted:
                 walking_posture = walking_posture + (here - walking_posture) * 0.5 if was_walking else here.copy()

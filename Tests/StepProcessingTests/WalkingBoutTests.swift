@@ -251,4 +251,33 @@ final class WalkingBoutTests: XCTestCase {
         XCTAssertEqual(reports[7], [4.55])
         XCTAssertEqual(reports[8], [5.6])
     }
+
+    func testAStairDescentAtTwiceTheWalksRhythmCountsEveryFootfall() {
+        // Walking at 0.55 s a step, then down a stairway at 0.28 s (3.6 steps a second), then walking again. The
+        // first quick cycle looks like a second crest of its footfall and is not counted; once four full-sized
+        // cycles come evenly at the quick rhythm the bout follows it, and back on the level the first 0.55 s
+        // interval returns it to the walk's rhythm without counting a footfall missed in between.
+        var bout = WalkingBout()
+        let walk = (0..<9).map { 1.0 + 0.55 * Double($0) }
+        let stairs = (1..<9).map { walk[8] + 0.28 * Double($0) }
+        let level = (1..<4).map { stairs[7] + 0.55 * Double($0) }
+        let steps = feed(cycles(walk + stairs + level), into: &bout).flatMap { $0 }
+        XCTAssertEqual(steps, walk + stairs[1...] + level)
+        XCTAssertFalse(bout.isFastRhythm)
+        XCTAssertEqual(bout.stepPeriodSeconds, 0.55, accuracy: 1e-9)
+    }
+
+    func testABounceTooSmallForAFootfallDoesNotTakeTheQuickRhythm() {
+        // A hand-held phone bounces evenly between the footfalls, at a third of their size: no stair descent.
+        var bout = WalkingBout()
+        var list: [GaitCycle] = []
+        for k in 0..<16 {
+            let t = 1.0 + 0.55 * Double(k)
+            list.append(GaitCycle(time: t, amplitude: 5))
+            if k >= 7 { list.append(GaitCycle(time: t + 0.275, amplitude: 1.6)) }
+        }
+        let steps = feed(list, into: &bout).flatMap { $0 }
+        XCTAssertEqual(steps, (0..<16).map { 1.0 + 0.55 * Double($0) })
+        XCTAssertFalse(bout.isFastRhythm)
+    }
 }

@@ -10,7 +10,8 @@ import Foundation
 /// 3. `GaitCycleFinder`: one oscillation per footfall, with a hysteresis that scales with the signal;
 /// 4. `WalkingBout`: six regular, similar cycles (or four very even ones) confirm a bout and are counted
 ///    retroactively with the push-off before them; later cycles count at once while the rhythm lasts, smaller
-///    ones too when on the (slower) rhythm of a turn; the end of a bout counts its closing step;
+///    ones too when on the (slower) rhythm of a turn, and at twice the rhythm once a stair descent's quick, even
+///    footfalls show; the end of a bout counts its closing step;
 /// 5. `WalkingGate`: a bout is confirmed only where the motion has been gait (a vertical bounce, not a hand's
 ///    work) since the third of its cycles, and ends when it has not been for four seconds.
 ///

@@ -19,6 +19,7 @@ public struct WalkingBout: Sendable {
         /// The shortest step interval, seconds: 3.6 steps per second is faster than anyone walks (brisk walking
         /// reaches 2.5) and than all but a hurried stair descent; closer cycles are one step. A hand-held device
         /// also bounces at twice the step rate (4 Hz, 0.25 s apart at 2 steps/s), which 0.25 let through as steps.
+        /// Inside a stair descent's quick rhythm the limit is `fastStepMinimumIntervalSeconds`.
         public var minimumStepIntervalSeconds = 0.28
         /// The longest step interval within a bout, seconds (40 steps per minute, the slowest stroll).
         public var maximumStepIntervalSeconds = 1.5
@@ -88,6 +89,20 @@ public struct WalkingBout: Sendable {
         public var countsInitiationStep = true
         public var initiationMinimumPeriods = 0.9
         public var initiationMaximumPeriods = 1.5
+        /// A stair descent doubles the walk's rhythm: people go down stairs at up to 3.6 steps a second (0.28 s a
+        /// step) after walking at 1.8, so each footfall comes at half the bout's period, where a second crest of one
+        /// footfall would (`minimumPeriodFraction`), and every other step was taken for one. A bout takes the quick
+        /// rhythm when the last `shortBoutSteps` full-sized cycles (at least `minimumAmplitudeFraction` of the
+        /// bout's size) are as even as a short bout's (`shortBoutTolerance`), the latest sooner than a step may
+        /// come, and their interval is a stair descent's (`fastStepMinimumIntervalSeconds` to
+        /// `fastStepMaximumIntervalSeconds`) and at most `fastStepMaximumPeriodFraction` of the bout's period. A second
+        /// crest is not that even: it comes early or late in its step as the carrier swings. Inside the quick rhythm
+        /// steps may come as often as the quick interval's lower limit; an interval longer than
+        /// `missedStepMinimumPeriods` of it brings the bout back to the walk's rhythm (the stairs are over), where
+        /// it would otherwise count a footfall missed.
+        public var fastStepMinimumIntervalSeconds = 0.2
+        public var fastStepMaximumIntervalSeconds = 0.36
+        public var fastStepMaximumPeriodFraction = 0.75
         /// How fast the step period and size follow the walk (per step).
         public var periodFollowRate = 0.2
         public var amplitudeFollowRate = 0.1
@@ -114,6 +129,11 @@ public struct WalkingBout: Sendable {
     private var precursorAmplitude = 0.0
     /// The size of the bout's last counted step.
     private var lastStepAmplitude = 0.0
+    /// The times of the bout's last `shortBoutSteps` full-sized cycles, counted or not: whether the walk has
+    /// taken a stair descent's quick rhythm.
+    private var recentTimes: [Double] = []
+    /// Whether the bout follows a stair descent's quick rhythm (`fastStepMinimumIntervalSeconds`).
+    public private(set) var isFastRhythm = false
     private var scratch: [Double] = []
     /// Since when the motion has been gait, from the walking gate; the detector sets it before each cycle.
     /// +infinity while the gate is closed; -infinity (the default) lets every regular run confirm a bout.
@@ -130,10 +150,13 @@ public struct WalkingBout: Sendable {
         heldTimes.reserveCapacity(configuration.confirmationSteps + 1)
         heldAmplitudes.reserveCapacity(configuration.confirmationSteps + 1)
         scratch.reserveCapacity(configuration.confirmationSteps + 1)
+        recentTimes.reserveCapacity(configuration.shortBoutSteps + 1)
     }
 
     public mutating func reset() {
         isWalking = false
+        isFastRhythm = false
+        recentTimes.removeAll(keepingCapacity: true)
         postureChanged = false
         lastStepTime = -.infinity
         precursorTime = -.infinity
@@ -179,15 +202,29 @@ public struct WalkingBout: Sendable {
             let onRhythm = !postureChanged && interval >= c.rhythmMinimumPeriods * stepPeriodSeconds
                 && interval <= c.rhythmMaximumPeriods * stepPeriodSeconds
             let gate = onRhythm ? c.rhythmAmplitudeFraction : c.minimumAmplitudeFraction
-            if cycle.amplitude < gate * stepAmplitude
-                || interval < max(c.minimumStepIntervalSeconds, c.minimumPeriodFraction * stepPeriodSeconds) {
+            var soon = interval < max(isFastRhythm ? c.fastStepMinimumIntervalSeconds : c.minimumStepIntervalSeconds,
+                                      c.minimumPeriodFraction * stepPeriodSeconds)
+            if cycle.amplitude >= c.minimumAmplitudeFraction * stepAmplitude {
+                if recentTimes.count >= c.shortBoutSteps { recentTimes.removeFirst() }
+                recentTimes.append(cycle.time)
+                if soon && !isFastRhythm, let quick = fastRhythmInterval() {
+                    isFastRhythm = true
+                    stepPeriodSeconds = quick
+                    soon = interval < c.fastStepMinimumIntervalSeconds
+                }
+            }
+            if cycle.amplitude < gate * stepAmplitude || soon {
                 return
             }
             if interval <= c.maximumStepIntervalSeconds {
                 var interval = interval
                 // Between two turn-sized cycles a long interval is one slow pivot step, not a missed footfall.
                 let normalSize = c.minimumAmplitudeFraction * stepAmplitude
-                if interval > c.missedStepMinimumPeriods * stepPeriodSeconds
+                if isFastRhythm && interval > c.missedStepMinimumPeriods * stepPeriodSeconds {
+                    // Off the stairs: the walk's own rhythm again, not a footfall missed.
+                    isFastRhythm = false
+                    stepPeriodSeconds = interval
+                } else if interval > c.missedStepMinimumPeriods * stepPeriodSeconds
                     && interval < c.missedStepMaximumPeriods * stepPeriodSeconds
                     && cycle.amplitude >= normalSize && lastStepAmplitude >= normalSize {
                     steps.append(lastStepTime + interval / 2)
@@ -244,6 +281,21 @@ public struct WalkingBout: Sendable {
         }
     }
 
+    /// The interval of the recent full-sized cycles when they are a stair descent's quick, even rhythm; nil otherwise.
+    private mutating func fastRhythmInterval() -> Double? {
+        let c = configuration
+        guard recentTimes.count == c.shortBoutSteps, c.shortBoutSteps >= 2 else { return nil }
+        scratch.removeAll(keepingCapacity: true)
+        for i in 1..<recentTimes.count { scratch.append(recentTimes[i] - recentTimes[i - 1]) }
+        let typical = median(&scratch)
+        guard typical >= c.fastStepMinimumIntervalSeconds,
+              typical <= min(c.fastStepMaximumIntervalSeconds, c.fastStepMaximumPeriodFraction * stepPeriodSeconds) else { return nil }
+        for i in 1..<recentTimes.count where abs(recentTimes[i] - recentTimes[i - 1] - typical) > c.shortBoutTolerance * typical {
+            return nil
+        }
+        return typical
+    }
+
     /// Whether the last `shortBoutSteps` held cycles are evenly spaced and of one size.
     private mutating func isShortBout() -> Bool {
         let c = configuration
@@ -294,6 +346,9 @@ public struct WalkingBout: Sendable {
             steps.append(precursorTime)
         }
         steps.append(contentsOf: heldTimes)
+        recentTimes.removeAll(keepingCapacity: true)
+        recentTimes.append(contentsOf: heldTimes.suffix(c.shortBoutSteps))
+        isFastRhythm = false
         lastStepAmplitude = heldAmplitudes[heldAmplitudes.count - 1]
         lastStepTime = heldTimes[heldTimes.count - 1]
         isWalking = true

@@ -26,7 +26,7 @@ BOUT = dict(confirm=6, min_interval=0.28, max_interval=1.5, min_period_fraction=
             rhythm_min_periods=1.0, rhythm_max_periods=2.2, rhythm_amplitude_fraction=0.2, short_bout=4,
             short_tolerance=0.15, short_amplitude_spread=2.0, short_cross_foot_spread=3.0,
             initiation=True, initiation_min_periods=0.9, initiation_max_periods=1.5, gate_open_from_cycle=2,
-            fast_min_interval=0.2, fast_max_interval=0.36, fast_max_period_fraction=0.75)
+            fast_min_interval=0.2, fast_max_interval=0.36, fast_max_period_fraction=0.75, turned_wait=0.95)
 GATE = dict(vertical_share=0.07, band_share=0.2, band_share_per_turn=0.2, shock_relief=2.0, energy_s=2.0, band_share_s=4.0,
             turn_s=2.0, gravity_s=0.25, shock_hz=4.0, dropout_s=0.5, bout_closed_s=4.0)
 # No closing step when the gravity direction (acceleration low-passed at posture_s) has turned by more than
@@ -115,6 +115,10 @@ def detect(grid, value, gate=None, posture=None):
     def end_bout(posture_changed=False):
         # Gait termination: the closing step brings the trailing foot alongside, with almost no vertical motion;
         # none after a change of posture (the walk ended with a sit).
+        nonlocal waiting
+        if waiting is not None and not posture_changed:
+            steps.append(waiting)
+        waiting = None
         if not posture_changed:
             steps.append(last + period)
         return False, [], []
@@ -123,6 +127,12 @@ def detect(grid, value, gate=None, posture=None):
         posture = np.tile([0.0, 0.0, 1.0], (len(grid), 1))
     cos_turn = np.cos(POSTURE['posture_turn_rad'])
     walking_posture = np.zeros(3)
+    waiting = None  # a cycle of the bout that came while the posture had turned, waiting for the next step
+
+    def has_turned(here):
+        dot = float(here @ walking_posture)
+        lengths = float(here @ here) * float(walking_posture @ walking_posture)
+        return dot <= 0 or dot * dot < cos_turn * cos_turn * lengths
     recent, fast = [], False  # the bout's last full-sized cycles; whether it has taken a stair descent's quick rhythm
 
     def drop(keep):
@@ -162,9 +172,7 @@ def detect(grid, value, gate=None, posture=None):
             was_walking, counted = walking, len(steps)
             if walking:
                 iv = ct - last
-                dot = float(here @ walking_posture)
-                lengths = float(here @ here) * float(walking_posture @ walking_posture)
-                turned = dot <= 0 or dot * dot < cos_turn * cos_turn * lengths  # no turn step once the device tilted
+                turned = has_turned(here)  # no turn step once the device tilted
                 on_rhythm = not turned and b['rhythm_min_periods'] * period <= iv <= b['rhythm_max_periods'] * period
                 gate = b['rhythm_amplitude_fraction'] if on_rhythm else b['min_amplitude_fraction']
                 soon = iv < max(b['fast_min_interval'] if fast else b['min_interval'], b['min_period_fraction'] * period)
@@ -176,16 +184,25 @@ def detect(grid, value, gate=None, posture=None):
                         if (b['fast_min_interval'] <= m <= min(b['fast_max_interval'], b['fast_max_period_fraction'] * period)
                                 and np.all(np.abs(d - m) <= b['short_tolerance'] * m)):
                             fast, period, soon = True, m, iv < b['fast_min_interval']
+                if (waiting is not None and b['rhythm_min_periods'] * period <= iv <= b['rhythm_max_periods'] * period
+                        and ca >= b['rhythm_amplitude_fraction'] * size):
+                    steps.append(waiting); waiting = None  # the walk goes on, on its rhythm
                 if ca < gate * size or soon:
                     ct = None
                 elif iv <= b['max_interval']:
+                    if waiting is not None:
+                        steps.append(waiting); waiting = None  # the walk goes on: the tilted cycle was a step
                     normal = b['min_amplitude_fraction'] * size  # a long interval between two turn-sized cycles is one pivot step
                     if fast and iv > b['missed_min_periods'] * period:
                         fast, period = False, iv  # back to the walk's rhythm, not a missed footfall
                     elif (b['missed_min_periods'] * period < iv < b['missed_max_periods'] * period
                             and ca >= normal and last_a >= normal):
                         steps.append(last + iv / 2); iv = iv / 2
-                    steps.append(ct); last = ct; last_a = ca
+                    if turned and b['turned_wait'] > 0:
+                        waiting = ct
+                    else:
+                        steps.append(ct)
+                    last = ct; last_a = ca
                     period += (iv - period) * b['period_rate']; size += (ca - size) * b['amplitude_rate']
                     ct = None
                 else:
@@ -226,14 +243,18 @@ def detect(grid, value, gate=None, posture=None):
                         steps.extend(held_t); last = held_t[-1]; last_a = held_a[-1]; walking = True
                         recent, fast = list(held_t[-b['short_bout']:]), False
                         held_t, held_a = [], []; pre_t = -np.inf
-            if walking and len(steps) > counted:
+            if walking and len(steps) > counted:  # not at a cycle that waits
                 walking_posture = walking_posture + (here - walking_posture) * 0.5 if was_walking else here.copy()
+        if waiting is not None and t - waiting >= b['turned_wait']:
+            if not has_turned(here):
+                steps.append(waiting)  # the posture came back: the walk's
+            waiting = None  # else the sit's
         if walking and t - last > b['max_interval']:
-            dot = float(here @ walking_posture)
-            lengths = float(here @ here) * float(walking_posture @ walking_posture)
-            walking, held_t, held_a = end_bout(dot <= 0 or dot * dot < cos_turn * cos_turn * lengths)
+            walking, held_t, held_a = end_bout(has_turned(here))
         elif walking and not is_open and t - closed_at > GATE['bout_closed_s']:
-            walking, held_t, held_a = False, [], []  # no longer gait: the bout ends where the motion changed
+            if waiting is not None and not has_turned(here):
+                steps.append(waiting)
+            walking, held_t, held_a, waiting = False, [], [], None  # no longer gait: the bout ends where the motion changed
     return steps
 
 

@@ -200,13 +200,14 @@ package struct Bench: ParsableCommand {
 
     /// How long after its instant each step is reported: steps that come alone are inside a bout; steps that
     /// come together are a bout's first steps, counted when the bout is confirmed, or a faint footfall
-    /// counted with the next one; a bout's closing step comes when the pause has outlasted a step.
+    /// counted with the next one; a step that came while the device had tilted waits for the next (or the
+    /// end of its wait); a bout's closing step comes when the pause has outlasted a step.
     struct LatencyProbe {
         let kind: StepDetectorKind
         var pipeline: StepPipeline
         /// The peak detector, kept typed: its walking state tells a bout's closing step from the others.
         var peak: PeakStepDetector?
-        var single: [Double] = [], batched: [Double] = [], closing: [Double] = []
+        var single: [Double] = [], batched: [Double] = [], closing: [Double] = [], waited: [Double] = []
         var reported: [Double] = []
 
         init(kind: StepDetectorKind) {
@@ -224,7 +225,7 @@ package struct Bench: ParsableCommand {
 
         mutating func feed(_ samples: [Sample]) {
             for sample in samples {
-                let wasWalking = peak?.isWalking ?? false
+                let wasWalking = peak?.isWalking ?? false, waiting = peak?.waitingStepTime
                 reported.removeAll(keepingCapacity: true)
                 pipeline.process(CollectionOfOne(sample)) { reported.append($0) }
                 guard let last = reported.last else { continue }
@@ -232,6 +233,10 @@ package struct Bench: ParsableCommand {
                 if wasWalking && peak?.isWalking == false {
                     closing.append(sample.time - last)
                     inBout = inBout.dropLast()
+                }
+                if let waiting, inBout.first == waiting {
+                    waited.append(sample.time - waiting)
+                    inBout = inBout.dropFirst()
                 }
                 for t in inBout { inBout.count == 1 ? single.append(sample.time - t) : batched.append(sample.time - t) }
             }
@@ -245,9 +250,11 @@ package struct Bench: ParsableCommand {
             }
             Swift.print("\nreport delay (\(kind.rawValue)): " + String(format: "in-bout steps %d, median %.2f s, p99 %.2f s, max %.2f s; "
                                + "steps reported together (a bout's first steps at its confirmation, a missed footfall with the next) %d, median %.2f s, max %.2f s; "
+                               + "steps that waited while the device had tilted %d, median %.2f s, max %.2f s; "
                                + "closing steps (when the pause outlasts a step) %d, median %.2f s, max %.2f s",
                                single.count, percentile(single, 0.5), percentile(single, 0.99), single.max() ?? .nan,
                                batched.count, percentile(batched, 0.5), batched.max() ?? .nan,
+                               waited.count, percentile(waited, 0.5), waited.max() ?? .nan,
                                closing.count, percentile(closing, 0.5), closing.max() ?? .nan))
         }
     }

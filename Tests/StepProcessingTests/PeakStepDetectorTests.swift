@@ -84,6 +84,38 @@ final class PeakStepDetectorTests: XCTestCase {
         XCTAssertEqual(detect(walk + turned(by: 30)), Array(standing.dropLast()))
     }
 
+    /// `samples` with gravity (and everything else) turned about the device's y axis by `degrees`, from 0 at
+    /// `from` to all of it at `to`: a thigh going level as its owner sits, a phone raised to read it.
+    func turning(_ samples: [Sample], by degrees: Double, from: Double, to: Double) -> [Sample] {
+        samples.map { sample in
+            let angle = degrees * Double.pi / 180 * min(1, max(0, (sample.time - from) / (to - from)))
+            let a = sample.acceleration
+            return Sample(time: sample.time, x: a.x * cos(angle) + a.z * sin(angle), y: a.y,
+                          z: -a.x * sin(angle) + a.z * cos(angle))
+        }
+    }
+
+    func testAFootfallWhileSittingDownIsNotCounted() {
+        // The walk's last footfall (22.25 s) comes while the thigh turns level (80° over 21.7-22.3 s) and the
+        // walker sits on: it waits for a next step that never comes, and the posture stays turned, so it is
+        // dropped, with the closing step. The same footfall with the posture upright counts.
+        let walk = stillSamples(from: 0, seconds: 2) + walkingSamples(from: 2, seconds: 20.5, cadenceHz: 2)
+            + stillSamples(from: 22.5, seconds: 3)
+        let standing = detect(walk)
+        XCTAssertEqual(standing.count, 42, "41 footfalls and the closing step")
+        XCTAssertEqual(detect(turning(walk, by: 80, from: 21.7, to: 22.3)), Array(standing.dropLast(2)))
+    }
+
+    func testAFootfallWhileThePhoneIsRaisedCountsWithTheNext() {
+        // The same turn while the walk goes on (a phone raised to read it, and walked with): the footfall made
+        // while it turned waits and counts when the next one does, so every footfall is there.
+        let walk = stillSamples(from: 0, seconds: 2) + walkingSamples(from: 2, seconds: 25, cadenceHz: 2)
+            + stillSamples(from: 27, seconds: 3)
+        let upright = detect(walk)
+        XCTAssertEqual(upright.count, 51)
+        XCTAssertEqual(detect(turning(walk, by: 80, from: 21.7, to: 22.3)), upright)
+    }
+
     func testSlowAndBriskCadencesCountEveryStep() {
         for cadence in [1.4, 2.5] {
             let seconds = 40 / cadence

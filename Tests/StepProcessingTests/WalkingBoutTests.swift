@@ -229,16 +229,109 @@ final class WalkingBoutTests: XCTestCase {
     func testOnceTheDeviceHasTiltedASmallCycleIsNoTurnStep() {
         // A body turning on its feet does not tilt what it carries; a sit or a hand handling the phone does. Once
         // the detector says the device has turned from the bout's posture, a small cycle on the rhythm is not a
-        // step, while a full-sized one still is.
+        // step, while a full-sized one may be: it waits for the next step.
         var walking = WalkingBout()
         _ = feed(cycles([1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0]), into: &walking)
-        for (tilted, amplitude, expected) in [(false, 1.2, [4.55]), (true, 1.2, []), (true, 5.0, [4.55])] {
+        for (tilted, amplitude, expected, waiting) in [(false, 1.2, [4.55], nil), (true, 1.2, [], nil), (true, 5.0, [], 4.55)] {
             var bout = walking
             bout.postureChanged = tilted
             var steps: [Double] = []
             bout.take(GaitCycle(time: 4.55, amplitude: amplitude), steps: &steps)
             XCTAssertEqual(steps, expected, "tilted \(tilted), size \(amplitude)")
+            XCTAssertEqual(bout.waitingStepTime, waiting, "tilted \(tilted), size \(amplitude)")
         }
+    }
+
+    /// A bout walking at 0.5 s a step, its last step at 4.0 s, that takes a full-sized cycle at 4.5 s while the
+    /// device has turned from its posture; returns what that reported (nothing: the cycle waits).
+    func boutWithATurnedCycle(configuration: WalkingBout.Configuration = .init()) -> WalkingBout {
+        var bout = WalkingBout(configuration: configuration)
+        _ = feed(cycles([1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0]), into: &bout)
+        var steps: [Double] = []
+        bout.postureChanged = true
+        bout.take(GaitCycle(time: 4.5, amplitude: 5), steps: &steps)
+        XCTAssertEqual(steps, [])
+        return bout
+    }
+
+    func testACycleWhileTurnedCountsWithTheNextStep() {
+        // A phone raised to read it while walking on: the next footfall shows the walk went on, whatever the
+        // posture, and both count, in time order.
+        var bout = boutWithATurnedCycle()
+        var steps: [Double] = []
+        bout.advance(to: 4.95, steps: &steps)
+        XCTAssertEqual(steps, [])
+        bout.take(GaitCycle(time: 5.0, amplitude: 5), steps: &steps)
+        XCTAssertEqual(steps, [4.5], "the next cycle, still turned, waits in its turn")
+        bout.postureChanged = false
+        bout.take(GaitCycle(time: 5.5, amplitude: 5), steps: &steps)
+        XCTAssertEqual(steps, [4.5, 5.0, 5.5])
+        XCTAssertNil(bout.waitingStepTime)
+    }
+
+    func testASmallCycleOnTheRhythmShowsTheWalkWentOn() {
+        // The wrist still turned, the next footfall shows only a turn step's size (a quarter of the walk's) one
+        // period on: too small to count while turned, but the walk went on, so the waiting cycle counts. A cycle
+        // of that size off the rhythm (a wobble 0.3 s on) does not show it.
+        var bout = boutWithATurnedCycle()
+        var steps: [Double] = []
+        bout.take(GaitCycle(time: 4.8, amplitude: 1.2), steps: &steps)
+        XCTAssertEqual(steps, [])
+        XCTAssertEqual(bout.waitingStepTime, 4.5)
+        bout.take(GaitCycle(time: 5.0, amplitude: 1.2), steps: &steps)
+        XCTAssertEqual(steps, [4.5])
+        XCTAssertNil(bout.waitingStepTime)
+    }
+
+    func testACycleWhileTurnedWithNoStepAfterItIsTheSitAndIsDropped() {
+        // Sitting down: no footfall follows and the posture stays turned, so at the end of the wait (0.95 s) the
+        // cycle is dropped; the pause then ends the bout without a closing step.
+        var bout = boutWithATurnedCycle()
+        var steps: [Double] = []
+        bout.advance(to: 5.44, steps: &steps)
+        XCTAssertEqual(bout.waitingStepTime, 4.5)
+        bout.advance(to: 5.45, steps: &steps)
+        XCTAssertNil(bout.waitingStepTime)
+        bout.advance(to: 6.1, steps: &steps)
+        XCTAssertFalse(bout.isWalking)
+        XCTAssertEqual(steps, [])
+    }
+
+    func testACycleWhileTurnedCountsWhenThePostureComesBack() {
+        // A wrist turned for a moment at the walk's last step (a glance at the watch): upright again by the end of
+        // the wait, the cycle was a step, and the pause after it counts the closing step.
+        var bout = boutWithATurnedCycle()
+        var steps: [Double] = []
+        bout.postureChanged = false
+        bout.advance(to: 5.45, steps: &steps)
+        XCTAssertEqual(steps, [4.5])
+        bout.advance(to: 6.1, steps: &steps)
+        XCTAssertEqual(steps, [4.5, 5.0])
+    }
+
+    func testABoutThatTurnsIntoSomethingElseSettlesItsWaitingCycle() {
+        // The walking gate has stayed closed and the bout is abandoned while a cycle waits: it counts if the
+        // posture is back to the walk's, as at the end of its wait, and not if the device is still turned.
+        for (turned, expected) in [(true, [Double]()), (false, [4.5])] {
+            var bout = boutWithATurnedCycle()
+            var steps: [Double] = []
+            bout.postureChanged = turned
+            bout.abandon(steps: &steps)
+            XCTAssertEqual(steps, expected, "turned \(turned)")
+            XCTAssertFalse(bout.isWalking)
+            XCTAssertNil(bout.waitingStepTime)
+        }
+    }
+
+    func testWithoutAWaitACycleWhileTurnedCountsAtOnce() {
+        var configuration = WalkingBout.Configuration()
+        configuration.turnedStepWaitSeconds = 0
+        var bout = WalkingBout(configuration: configuration)
+        _ = feed(cycles([1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0]), into: &bout)
+        var steps: [Double] = []
+        bout.postureChanged = true
+        bout.take(GaitCycle(time: 4.5, amplitude: 5), steps: &steps)
+        XCTAssertEqual(steps, [4.5])
     }
 
     func testALongIntervalBetweenTwoTurnStepsIsOnePivotStep() {

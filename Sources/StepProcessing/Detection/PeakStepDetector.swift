@@ -11,13 +11,15 @@ import Foundation
 /// 4. `WalkingBout`: six regular, similar cycles (or four very even ones) confirm a bout and are counted
 ///    retroactively with the push-off before them; later cycles count at once while the rhythm lasts, smaller
 ///    ones too when on the (slower) rhythm of a turn, and at twice the rhythm once a stair descent's quick, even
-///    footfalls show; the end of a bout counts its closing step;
+///    footfalls show; a cycle after the device has tilted from the bout's posture waits up to 0.95 s for the
+///    walk to go on (a sit's bounce does not); the end of a bout counts its closing step;
 /// 5. `WalkingGate`: a bout is confirmed only where the motion has been gait (a vertical bounce, not a hand's
 ///    work) since the third of its cycles, and ends when it has not been for four seconds.
 ///
 /// Causal and streaming, O(1) work and fixed memory per sample. Inside a bout a step is reported when its
-/// cycle ends, about half a step period after the stamped instant (0.2–0.4 s at usual cadences); the first six
-/// steps of a bout are reported together when the sixth ends, and the closing step when the pause exceeds 1.5 s.
+/// cycle ends, about half a step period after the stamped instant (0.2–0.4 s at usual cadences), or with the next
+/// one (at most 0.95 s after) when the device had tilted; the first six steps of a bout are reported together
+/// when the sixth ends, and the closing step when the pause exceeds 1.5 s.
 public final class PeakStepDetector: StepDetector {
     public struct Configuration: Sendable, Equatable {
         public var sampleRateHz: Double = 60
@@ -35,7 +37,8 @@ public final class PeakStepDetector: StepDetector {
         /// hanging to resting on the lap, but at the end of the pause (1.5 s after the last step) the sit is often
         /// still under way. Measured at that moment, every walk in our recordings that ended standing (Cambridge,
         /// lowerback-turns, simul-hand, OxWalk) had turned by less than 16°, and every timed up-and-go walk that
-        /// ended seated by 18° or more (most by over 45°): 20°.
+        /// ended seated by 18° or more (most by over 45°): 20°. The same angle makes a cycle inside a bout wait
+        /// for the next step before it counts (`WalkingBout.Configuration.turnedStepWaitSeconds`).
         public var postureTurnRadians = Double.pi / 9
         /// The low-pass time constant of the posture's gravity direction, seconds: slower than a step.
         public var postureSeconds = 0.5
@@ -79,6 +82,9 @@ public final class PeakStepDetector: StepDetector {
 
     /// Whether the detector is inside a confirmed walking bout.
     public var isWalking: Bool { chain.pointee.bout.isWalking }
+
+    /// The time of a step that waits for the walk to go on because the device had tilted; nil when none waits.
+    public var waitingStepTime: Double? { chain.pointee.bout.waitingStepTime }
 
     public func process(_ sample: Sample, steps: inout [Double]) {
         chain.pointee.process(sample, steps: &steps)
@@ -150,17 +156,18 @@ public final class PeakStepDetector: StepDetector {
                 if bout.isWalking { bout.postureChanged = postureTurned() }
                 let wasWalking = bout.isWalking, counted = steps.count
                 bout.take(cycle, steps: &steps)
-                // The bout's posture follows its steps (a slow change, a phone raised to read it, is the walk's).
+                // The bout's posture follows its steps (a slow change, a phone raised to read it, is the walk's);
+                // not a cycle that waits: the posture must come back to the walk's for it to count.
                 if bout.isWalking && steps.count > counted {
                     walkingPosture = wasWalking ? walkingPosture + (posture - walkingPosture) * 0.5 : posture
                 }
             }
-            if bout.isWalking && sample.time - bout.lastStepTimeValue > pauseSeconds {
+            if bout.isWalking && (bout.waitingStepTime != nil || sample.time - bout.lastStepTimeValue > pauseSeconds) {
                 bout.postureChanged = postureTurned()
             }
             bout.advance(to: sample.time, steps: &steps)
             if gated && bout.isWalking && !gate.isOpen && sample.time - gate.closedAt > boutEndSeconds {
-                bout.abandon()
+                bout.abandon(steps: &steps)
             }
         }
     }

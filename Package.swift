@@ -163,10 +163,10 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/stepd-web", exclude: ["Public"]),
 
-        // What the test targets share (a seeded generator); not part of the product.
-        .target(name: "TestSupport", dependencies: ["Timekeeping", "Locking"], path: "Tests/TestSupport"),
+        // What the test targets share (hostile request lines, a barometer's track); not part of the product.
+        .target(name: "TestSupport", dependencies: ["StepProcessing", "Timekeeping", "Locking"], path: "Tests/TestSupport"),
         .testTarget(name: "StepProcessingTests", dependencies: ["StepProcessing", "TestSupport"], path: "Tests/StepProcessingTests"),
-        .testTarget(name: "StepServiceTests", dependencies: ["StepProtocol", "StepEngine", "StepStore", "StepFleet", "StepServer", "StepService", "StepLogging", "Locking", "Timekeeping", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio")], path: "Tests/StepServiceTests"),
+        .testTarget(name: "StepServiceTests", dependencies: ["StepProcessing", "StepProtocol", "StepEngine", "StepStore", "StepFleet", "StepServer", "StepService", "StepLogging", "Locking", "Timekeeping", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio")], path: "Tests/StepServiceTests"),
         .testTarget(name: "StepdIntegrationTests", dependencies: ["StepProtocol", "StepAcquisition", "Locking", "TestSupport"],
                     path: "Tests/StepdIntegrationTests"),
     ]

@@ -30,7 +30,9 @@ package struct Bench: ParsableCommand {
             by runs of counted steps (and min(detected, true) / true inside the walk); and the gate's own share of \
             it: of what the peak detector finds with its walking gate removed, run beside it, the share the gated \
             one keeps. A folder that does not exist is skipped and named. --json FILE writes every \
-            trace's scores as one JSON object a line (docs/step-detection.md).
+            trace's scores as one JSON object a line (docs/step-detection.md). --jitter-ms MS moves every \
+            timestamp by up to ±MS (a phone's uneven clock; --seed picks the draw), to show how far the scores \
+            move when nothing about the walks has changed.
             """)
 
     @Option(name: .customLong("detector"), help: "Detectors to score (repeatable); the first is timed. Default: the default detector and threshold.")
@@ -50,6 +52,12 @@ package struct Bench: ParsableCommand {
 
     @Option(help: "Also write each trace's scores, one JSON object per trace and detector a line, to this file.")
     var json: String?
+
+    @Option(help: "Move every timestamp by a random amount up to ± this many milliseconds (never out of order) before detecting: how far the scores move when only the clock's unevenness changes. 0: the recording as it is.")
+    var jitterMs = 0.0
+
+    @Option(help: "Seed of --jitter-ms's draws (each trace's also depends on its name).")
+    var seed: UInt64 = 1
 
     @Argument(help: "Folders of traces.")
     var folders: [String]
@@ -94,11 +102,14 @@ package struct Bench: ParsableCommand {
             throw ValidationError("no traces (accel.csv[.gz] + steps.csv, or meta.json with a step count or activity segments) under \(folders.joined(separator: ", "))")
         }
 
+        if jitterMs < 0 || !jitterMs.isFinite { throw ValidationError("--jitter-ms must be 0 or more, not \(jitterMs)") }
+        if jitterMs > 0 { print("clock jitter: every timestamp moved by up to ±\(jitterMs) ms (seed \(seed))") }
         var table = BenchTable(kinds: kinds)
         var scores: [TraceScore] = []
         var latency = LatencyProbe(kind: kinds[0])
         for trace in traces {
-            let (detected, recordedSeconds, ungated) = try Self.detect(trace, kinds: kinds, latency: &latency)
+            let jitter = ClockJitter(milliseconds: jitterMs, seed: seed, trace: "\(trace.folder)/\(trace.name)")
+            let (detected, recordedSeconds, ungated) = try Self.detect(trace, kinds: kinds, jitter: jitter, latency: &latency)
             let repair = trace.kind == .instants && (truth == .repaired || (truth == .auto && trace.meta.footSwitchTruth))
             let scoredTruth = repair ? GroundTruthRepair.repaired(trace.truth) : trace.truth
             scores += zip(kinds, detected).map { kind, steps in
@@ -173,7 +184,9 @@ package struct Bench: ParsableCommand {
 
     /// One streaming pass over a trace: every detector's pipeline, and the report delay of the first. Also returns
     /// the seconds recorded: the sum of the sampling intervals, less any gap the pipeline restarts after.
-    static func detect(_ trace: Trace, kinds: [StepDetectorKind], latency: inout LatencyProbe) throws -> (steps: [[Double]], recordedSeconds: Double, ungated: [Double]?) {
+    static func detect(_ trace: Trace, kinds: [StepDetectorKind], jitter: ClockJitter, latency: inout LatencyProbe) throws
+        -> (steps: [[Double]], recordedSeconds: Double, ungated: [Double]?) {
+        var jitter = jitter
         var pipelines = kinds.map { StepPipeline(detector: $0.make(sampleRateHz: 60)) }
         // The peak detector without its walking gate, beside it: what the gate let through of what it was offered.
         let ungatedIndex = kinds.contains(.peak) ? pipelines.count : nil
@@ -187,6 +200,7 @@ package struct Bench: ParsableCommand {
         let gap = pipelines.first?.resampler.maximumGapSeconds ?? 0.5
         latency.startTrace()
         try RecordingReader.stream(path: trace.accelPath) { chunk in
+            jitter.apply(&chunk.samples)
             for (k, pipeline) in pipelines.enumerated() { pipeline.process(chunk.samples) { steps[k].append($0) } }
             latency.feed(chunk.samples)
             for sample in chunk.samples {

@@ -3,6 +3,7 @@ import NIOCore
 import NIOEmbedded
 @testable import StepServer
 import StepProtocol
+import StepProcessing
 import TestSupport
 import XCTest
 

@@ -39,6 +39,26 @@ final class BenchCommandTests: XCTestCase {
         XCTAssertTrue(bench.stdout.contains("report delay (peak)"), bench.stdout)
     }
 
+    func testJitteredClockIsDrawnTheSameForASeedAndStaysNearTheRecordingsCount() throws {
+        let root = try traceFolder()
+        func count(_ output: String) throws -> Int {
+            let row = try XCTUnwrap(output.split(separator: "\n").first { $0.hasPrefix("walk-inhand ") }, output)
+            return try XCTUnwrap(Int(row.split(separator: " ").filter { $0 != "|" }[2]), String(row))
+        }
+        let plain = try runCommand(Binaries.stepd, ["bench", "--detector", "peak", "--throughput-seconds", "0", root.path])
+        let first = try runCommand(Binaries.stepd, ["bench", "--detector", "peak", "--throughput-seconds", "0", "--jitter-ms", "3", "--seed", "5", root.path])
+        let again = try runCommand(Binaries.stepd, ["bench", "--detector", "peak", "--throughput-seconds", "0", "--jitter-ms", "3", "--seed", "5", root.path])
+        XCTAssertEqual(first.status, 0, first.stderr)
+        XCTAssertTrue(first.stdout.hasPrefix("clock jitter: every timestamp moved by up to ±3.0 ms (seed 5)\n"), first.stdout)
+        XCTAssertFalse(plain.stdout.contains("clock jitter"), plain.stdout)
+        XCTAssertEqual(first.stdout, again.stdout, "the same draws for the same seed")
+        XCTAssertEqual(Double(try count(first.stdout)), Double(try count(plain.stdout)), accuracy: 3, "a few milliseconds move a steady walk's count by a step or two at most")
+
+        let negative = try runCommand(Binaries.stepd, ["bench", "--throughput-seconds", "0", "--jitter-ms=-1", root.path])
+        XCTAssertNotEqual(negative.status, 0)
+        XCTAssertTrue(negative.stderr.contains("--jitter-ms must be 0 or more"), negative.stderr)
+    }
+
     func testBenchGroupsByPlacementAndScoresTheWalkingBout() throws {
         let root = try traceFolder()
         let meta = #"{"placement": "backpocket", "ground_truth": "video", "walking_bout_s": [10.0, 60.0]}"#

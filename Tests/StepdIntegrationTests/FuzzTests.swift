@@ -1,5 +1,6 @@
 import Foundation
 import Locking
+import StepProcessing
 import TestSupport
 import XCTest
 

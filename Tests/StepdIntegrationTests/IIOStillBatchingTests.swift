@@ -1,4 +1,5 @@
 import Foundation
+import StepProcessing
 import TestSupport
 import XCTest
 

@@ -1,3 +1,5 @@
+import StepProcessing
+
 /// Random and mutated request lines for the protocol's fuzz tests, from a seed (SplitMix), so that a failing
 /// run can be repeated: well-formed requests, the same with bytes changed, inserted, removed or cut, JSON
 /// fragments (deep nesting, huge numbers, lone surrogates), raw bytes and lines near and over the length limit.

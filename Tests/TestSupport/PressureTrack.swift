@@ -1,4 +1,5 @@
 import Foundation
+import StepProcessing
 
 /// A barometer's readings synthesised from physics, for tests of floor counting: a height profile turned
 /// into pressure by the international barometric formula (ICAO standard atmosphere), plus the weather's

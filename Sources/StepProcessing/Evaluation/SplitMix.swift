@@ -1,9 +1,10 @@
 import Foundation
 
-/// A small deterministic generator (SplitMix64), so that noise in tests is exact and repeatable on every
-/// platform rather than drawn from the system's random source, and a failing fuzz run can be repeated.
-/// Shared by the test targets.
-public struct SplitMix {
+/// A small deterministic generator (SplitMix64), so that noise is exact and repeatable on every platform
+/// rather than drawn from the system's random source: `stepd bench --jitter-ms` (ClockJitter) moves a
+/// recording's timestamps with it, and the tests draw their noise from it, so that a failing fuzz run can be
+/// repeated.
+public struct SplitMix: Sendable {
     public var state: UInt64
     public init(seed: UInt64) { state = seed }
 

@@ -8,7 +8,7 @@
 SWIFT ?= swift
 CONFIG ?= release
 
-.PHONY: all setup setup-test build run test test-tsan test-asan test-ha clean deb
+.PHONY: all setup setup-test build run test test-shifted test-tsan test-asan test-ha clean deb
 
 all: build
 
@@ -32,6 +32,11 @@ run: build
 # Everything: unit tests, integration tests against the real binaries, libiio, gpsd (and QEMU when present).
 test: setup-test
 	scripts/test
+
+# The unit, integration and release tests on another day: every test process and the daemons it starts see a
+# clock moved to WHEN (default: more than a year ahead, just before a daylight-saving change; scripts/test).
+test-shifted: setup-test
+	scripts/test --shifted $(WHEN)
 
 # The suites that drive the daemon, and the daemon itself under load for a minute, built with ThreadSanitizer
 # (.build-tsan) or AddressSanitizer + LeakSanitizer (.build-asan); any report fails (scripts/test-sanitized,

@@ -1,4 +1,5 @@
 import Foundation
+import StepProtocol
 import XCTest
 
 /// stepctl as people use it day to day (issue 28): a watcher that outlives `systemctl restart stepd`, dates
@@ -46,8 +47,13 @@ final class StepctlFollowTests: XCTestCase {
         let daemon = try Daemon(arguments: replay + ["--no-gps"], environment: ["TZ": "Asia/Tokyo"])
         defer { daemon.terminate() }
         let socket = ["--socket", daemon.socketPath]
-        for arguments in [["track", "--from", "2026-11-26"], ["track", "--today"], ["track", "--from", "7d", "--to", "2026-11-30"],
-                          ["visits", "--from", "2026-11-26"], ["visits", "--today"], ["track", "--today", "--gpx"]] {
+        // Dates near today in the daemon's zone, whatever today is: "--from 7d --to" a literal day is backwards a
+        // week after the day written.
+        let tokyo = TimeZone(identifier: "Asia/Tokyo")!
+        let daysAgo = Timestamp.day(Date(timeIntervalSinceNow: -5 * 86_400), in: tokyo)
+        let tomorrow = Timestamp.day(Date(timeIntervalSinceNow: 86_400), in: tokyo)
+        for arguments in [["track", "--from", daysAgo], ["track", "--today"], ["track", "--from", "7d", "--to", tomorrow],
+                          ["visits", "--from", daysAgo], ["visits", "--today"], ["track", "--today", "--gpx"]] {
             let result = try runCommand(Binaries.stepctl, arguments + socket, timeout: 30)
             XCTAssertEqual(result.status, 0, "stepctl \(arguments.joined(separator: " ")): \(result.stderr)")
         }

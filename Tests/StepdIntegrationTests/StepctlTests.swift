@@ -1,4 +1,5 @@
 import Foundation
+import StepProtocol
 import XCTest
 
 /// stepctl as people type it (issue 13), against the real daemon.
@@ -42,8 +43,10 @@ final class StepctlTests: XCTestCase {
         XCTAssert((today["from"] as? String ?? "").hasSuffix("T00:00:00.000+09:00"), "\(today["from"] ?? "-")")
         let week = try json(try stepctl(["history", "--since", "7d", "--json", "--socket", daemon.socketPath]))
         XCTAssert((week["from"] as? String ?? "").hasSuffix("T00:00:00.000+09:00"), "\(week["from"] ?? "-")")
-        let date = try json(try stepctl(["history", "--since", "2026-11-20", "--json", "--socket", daemon.socketPath]))
-        XCTAssertEqual(date["from"] as? String, "2026-11-20T00:00:00.000+09:00")
+        // A date three days back, in the daemon's zone: a literal one would leave the hour bins' 92 days one day.
+        let day = Timestamp.day(Date(timeIntervalSinceNow: -3 * 86_400), in: TimeZone(identifier: "Asia/Tokyo")!)
+        let date = try json(try stepctl(["history", "--since", day, "--json", "--socket", daemon.socketPath]))
+        XCTAssertEqual(date["from"] as? String, "\(day)T00:00:00.000+09:00")
         let summary = try json(try stepctl(["summary", "--json", "--socket", daemon.socketPath]))
         XCTAssert((summary["since"] as? String ?? "").hasSuffix("T00:00:00.000+09:00"), "\(summary)")
     }

@@ -54,6 +54,17 @@ extension Engine {
         sourceRejected.withLockedValue { $0 += count }
     }
 
+    /// Counted on the queue, after the batch that showed the gap, so that its time is the samples' own.
+    public func samplesLost(_ count: Int, from: Double, to: Double) {
+        queue.async { [self] in
+            withState { s in
+                s.samplesLost += count
+                s.samplesLostAt = s.wall(ofSampleTime: from)
+                publish(s)
+            }
+        }
+    }
+
     public func sourceIdentified(kind: String, description: String) {
         queue.async { [self] in
             withState { s in

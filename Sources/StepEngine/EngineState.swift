@@ -29,6 +29,9 @@ struct EngineState {
     var rate = RateMeter()
     var source: (kind: String, description: String, state: SourceState) = ("none", "", .starting)
     var demo = false
+    /// Samples the source's device took and lost before the source read them, and when the last loss began.
+    var samplesLost = 0
+    var samplesLostAt: Date?
     /// Fires when steps stop coming without samples to tell it (a source that stalls): Engine+Timers.swift.
     var stallDeadline: (any ClockTimer)?
     var lastStepWall: Date?
@@ -109,6 +112,8 @@ struct EngineState {
         s.samplesIn = pipeline.samplesIn
         s.samplesOut = pipeline.samplesOut
         s.samplesRejected = pipeline.samplesRejected + sourceRejected
+        s.samplesLost = samplesLost
+        s.samplesLostAt = samplesLostAt
         s.demo = demo
         // A motion estimate is finite while the samples are; kept that way for JSON whatever comes.
         s.motion = lastMotion.flatMap { $0.gravity.magnitude.isFinite ? $0 : nil }

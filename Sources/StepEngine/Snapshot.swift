@@ -32,6 +32,9 @@ public struct EngineSnapshot: Sendable {
     public var samplesOut = 0
     /// Samples dropped as impossible: by the pipeline (SamplePlausibility) and by the source (IIO glitches).
     public var samplesRejected = 0
+    /// Samples the device took that never reached the daemon (an overrun buffer), and when the last loss began.
+    public var samplesLost = 0
+    public var samplesLostAt: Date?
     /// The bundled demo recording plays: its steps go to a throwaway history.
     public var demo = false
     public var motion: MotionEstimate?

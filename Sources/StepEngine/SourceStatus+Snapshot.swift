@@ -4,7 +4,8 @@ extension EngineSnapshot {
     /// STATUS's `source` object.
     public var sourceStatus: SourceStatus {
         SourceStatus(kind: sourceKind, description: sourceDescription, state: sourceState.name,
-                     error: sourceState.reason, samples_rejected: samplesRejected, demo: demo)
+                     error: sourceState.reason, samples_rejected: samplesRejected, samples_lost: samplesLost,
+                     samples_lost_at: samplesLostAt.map { Timestamp.string($0, in: Engine.daemonZone) }, demo: demo)
     }
 }
 

@@ -65,15 +65,21 @@ public struct SourceStatus: Codable, Sendable, Equatable {
     public var error: String?
     /// Samples dropped as impossible (non-finite, beyond 50 g, an IIO chip's rail) before any filter.
     public var samples_rejected: Int
+    /// Samples the device took that never reached the daemon: an IIO buffer that overran while the reader was
+    /// held up, told from the gaps in the device's time stamps; and when the last such loss began.
+    public var samples_lost: Int
+    public var samples_lost_at: String?
     /// True while the bundled demo recording plays (`--demo`): its history is thrown away at exit.
     public var demo: Bool
     public init(kind: String, description: String, state: String, error: String?, samples_rejected: Int = 0,
-                demo: Bool = false) {
+                samples_lost: Int = 0, samples_lost_at: String? = nil, demo: Bool = false) {
         self.kind = kind
         self.description = description
         self.state = state
         self.error = error
         self.samples_rejected = samples_rejected
+        self.samples_lost = samples_lost
+        self.samples_lost_at = samples_lost_at
         self.demo = demo
     }
 }

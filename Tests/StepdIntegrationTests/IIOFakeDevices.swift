@@ -108,6 +108,20 @@ struct FakeIIODaemon {
     }
 
     func status() throws -> [String: Any] { try connect().request(["cmd": "status"]) }
+
+    /// The daemon's process (inside fake-iio's namespace, which shares the PID space): the `stepd` whose command
+    /// line names this socket.
+    func processID() throws -> pid_t {
+        for entry in try FileManager.default.contentsOfDirectory(atPath: "/proc") {
+            guard let pid = pid_t(entry),
+                  let comm = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8),
+                  comm.trimmingCharacters(in: .whitespacesAndNewlines) == "stepd",
+                  let command = try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline")),
+                  String(decoding: command, as: UTF8.self).contains(socketPath) else { continue }
+            return pid
+        }
+        throw ProcessExited(what: "no stepd naming \(socketPath)", log: fake.log)
+    }
     func steps() throws -> [String: Any] { try connect().request(["cmd": "steps"]) }
 
     /// Polls STATUS until `condition` holds and returns that STATUS; a timeout fails the test.

@@ -125,15 +125,20 @@ final class SensorStepCounterTests: XCTestCase {
 
     /// Still: after 10 s of capture the counter counts, read every 5 s. The walk starts: the counter moves after
     /// the still stretch, capture comes back for the bout's start, and the total follows the counter.
+    /// The device lies still until the daemon has let the counter count (`pause_at`, then `go`): a still stretch
+    /// of fixed length was over before a loaded machine's daemon had seen 10 s of it, and the walk's steps then
+    /// stopped capture for another reason.
     func testStillTheSensorCountsAndAWalkStartingBringsCaptureBack() throws {
         let files = try TemporaryDirectory()
         let (recording, truth) = try stillThenWalk(stillSeconds: 14, in: files)
-        let daemon = try startDaemon(bmi160(["recording": recording, "steps": truth]), arguments: ["--sensor-step-counter"])
+        let daemon = try startDaemon(bmi160(["recording": recording, "steps": truth, "pause_at": 13]),
+                                     arguments: ["--sensor-step-counter"])
         defer { _ = daemon.fake.terminate() }
-        try daemon.waitUntil(timeout: 20, "the sensor to count while still") { counting($0).counting == "sensor" }
+        try daemon.waitUntil(timeout: 60, "the sensor to count while still") { counting($0).counting == "sensor" }
         try waitForLog("counts now (still for 10 s)", in: { daemon.fake.log })
         XCTAssertEqual(try daemon.steps()["steps"] as? Int, 0)
-        try daemon.waitUntil(timeout: 15, "capture to come back at the walk's start") { counting($0).counting == "detector" }
+        try daemon.fake.control("go iio:device0")
+        try daemon.waitUntil(timeout: 30, "capture to come back at the walk's start") { counting($0).counting == "detector" }
         try waitForLog("the counter moved after a still stretch: a bout starts", in: { daemon.fake.log })
         let early = try XCTUnwrap(try daemon.steps()["steps"] as? Int)
         XCTAssertGreaterThan(early, 0, "the counter's steps before capture came back are counted")

@@ -20,6 +20,12 @@ struct IIOBufferedSource {
     /// the first batch with motion brings the walking buffer back. Steps are not late for it: a bout's first
     /// steps wait for its confirmation anyway, and the batch that ends stillness is delivered whole.
     static let stillBufferSeconds = 5.0
+    /// The kernel's buffer holds at least this much beyond the refill being read: a reader held up this long (a
+    /// starved thread on a busy board, a slow SD card's write holding the CPU) loses no scan. libiio makes it
+    /// the refill's size times its kernel buffer count (4 by default: 2.7 s walking). At 100 Hz and 16 bytes a
+    /// scan it costs 16 KB of kernel memory. Scans that come while it is full are lost, and counted
+    /// (SampleGapCounter, STATUS `source.samples_lost`).
+    static let starvedReaderSeconds = 10.0
 
     /// Runs until `stop` or a fault; throws the fault (busy, disconnected, ...). Reports `.running` once data flows.
     /// With `counterMode`, also returns (the buffer destroyed) when the sensor's own counter takes over.
@@ -59,6 +65,7 @@ struct IIOBufferedSource {
         var reportedRejections = 0
         var batch: [Sample] = []
         batch.reserveCapacity(stillScans)
+        var lost = LostScans(name: name, rateHz: rateHz, sink: sink, logger: logger)
 
         // One buffer of `size` scans, read until the source stops (true) or the stillness changes (false). libiio
         // fixes the watermark when it creates the buffer, and the kernel refuses a new one while the buffer is
@@ -74,6 +81,8 @@ struct IIOBufferedSource {
             let period = Double(size) / rateHz
             let timeoutMs = UInt32(1000 * max(2, min(4 * period, period + 2)))
             device.context.setTimeout(milliseconds: timeoutMs)
+            let kernelBuffers = max(4, Int((Self.starvedReaderSeconds * rateHz / Double(size)).rounded(.up)))
+            _ = iio_device_set_kernel_buffers_count(device.pointer, UInt32(kernelBuffers))
             var error: Int32 = 0
             guard let buffer = ciio_device_create_buffer(device.pointer, size, &error) else {
                 if error == EBUSY { throw IIOError.deviceBusy(device: name, path: "/dev/\(device.id)") }
@@ -87,7 +96,11 @@ struct IIOBufferedSource {
             }
             defer { iio_buffer_destroy(buffer) }
             let cancel = IIOBufferCancel(buffer: buffer)
-            logger.trace("\(name): a buffer of \(size) scans (kernel buffer/length \((try? device.readBufferAttribute("length")) ?? "?"))")
+            let length = (try? device.readBufferAttribute("length")) ?? "?"
+            logger.trace("\(name): a buffer of \(size) scans (kernel buffer/length \(length))")
+            // A gap across the buffer made again is the reader's own (a few milliseconds), not the device's.
+            var gaps = SampleGapCounter(rateHz: rateHz)
+            defer { gaps.restart().map { lost.report($0, length: length) } }
             while !stop.isStopped {
                 let result = stop.whileBlocking(cancel: { cancel() }) { iio_buffer_refill(buffer) }
                 if stop.isStopped { return true }
@@ -114,6 +127,10 @@ struct IIOBufferedSource {
                 for i in 0..<count {
                     let nanoseconds = pt.map { ciio_channel_convert_integer(timestamp!, $0) }
                     let time = timeline.time(ofScan: i, of: count, refilledAt: refillTime, timestampNanoseconds: nanoseconds)
+                    // Only the device's own stamps show a gap: the refill clock spaces the scans evenly.
+                    if nanoseconds != nil, clock != .none, let loss = gaps.add(time: time) {
+                        lost.report(loss, length: length)
+                    }
                     let raw = (ciio_channel_convert_integer(axes[0], px), ciio_channel_convert_integer(axes[1], py),
                                ciio_channel_convert_integer(axes[2], pz))
                     if let sample = calibration.sample(time: time, raw: raw) { batch.append(sample) }
@@ -167,6 +184,35 @@ struct IIOBufferedSource {
         if result < 0 {
             throw IIOError.accessFailed(device: device.displayName, attribute: "trigger/current_trigger", errno: -result)
         }
+    }
+}
+
+/// The scans an overrun buffer lost, handed to the sink as each gap settles and logged at most once a minute
+/// with what was lost since the line before (a buffer that overruns again and again says so without a flood).
+struct LostScans {
+    let name: String
+    let rateHz: Double
+    let sink: SampleSink
+    let logger: Logger
+    private var unlogged = 0
+    private var lastLogged = -Double.infinity
+
+    init(name: String, rateHz: Double, sink: SampleSink, logger: Logger) {
+        self.name = name
+        self.rateHz = rateHz
+        self.sink = sink
+        self.logger = logger
+    }
+
+    mutating func report(_ loss: SampleGapCounter.Loss, length: String) {
+        sink.samplesLost(loss.scans, from: loss.from, to: loss.to)
+        unlogged += loss.scans
+        let now = IIOTimeline.monotonicSeconds()
+        guard now - lastLogged >= 60 else { return }
+        let gap = String(format: "%.2f", loss.to - loss.from)
+        logger.warning("\(name): \(unlogged) samples lost (the device's time stamps jump by \(gap) s): its kernel buffer of \(length) scans (\(IIODiscovery.format(rateHz)) Hz) overran while this reader was held up")
+        unlogged = 0
+        lastLogged = now
     }
 }
 

@@ -36,6 +36,9 @@ public protocol SampleSink: AnyObject, Sendable {
     func sourceStateChanged(_ state: SourceState)
     /// Readings the source itself dropped as glitches (an IIO chip's rail, an all-zero transfer).
     func samplesRejected(_ count: Int)
+    /// Samples the device took that never reached the source (an IIO buffer that overran while its reader was
+    /// held up: SampleGapCounter), the last of them between `from` and `to` on the samples' clock.
+    func samplesLost(_ count: Int, from: Double, to: Double)
     /// The source found its device: the kind and description STATUS shows change (a sensor that appeared).
     func sourceIdentified(kind: String, description: String)
     /// The sensor's own step counter (the kernel's `in_steps_input`: bma400, bmi323...), on change; sources
@@ -53,6 +56,7 @@ public protocol SampleSink: AnyObject, Sendable {
 
 extension SampleSink {
     public func samplesRejected(_ count: Int) {}
+    public func samplesLost(_ count: Int, from: Double, to: Double) {}
     public func sourceIdentified(kind: String, description: String) {}
     public func hardwareStepsChanged(_ steps: Int) {}
     public func stepCounterRead(_ steps: Int, at time: Double, countingAfter counting: StepCounting) {}

@@ -185,7 +185,7 @@ final class StoreWriter {
         database = nil
         identity = nil
         contents = nil
-        guard try leases.retire(waitingUpTo: 2) else {
+        guard try leases.retire(waitingUpTo: 2, foldingLog: true) else {
             throw StoreError.unavailable(reason: "reads still hold the database; left open")
         }
     }

@@ -77,7 +77,7 @@ extension Engine {
     func countSteps(_ times: [Double], wall: (Double) -> Date,
                     _ s: inout EngineState) {
         for t in times {
-            s.steps += 1
+            s.steps = s.steps.addingSaturated(1)
             s.distanceMeters += s.stride.strideMeters
             s.day.step(at: wall(t), distanceMeters: s.stride.strideMeters)
             s.floors.step(at: t)

@@ -75,9 +75,9 @@ extension Engine {
                     completion: @escaping @Sendable (Int, Date, Double, FloorCounts?) -> Void) {
         queue.async { [self] in
             let counted = withState { s in
-                s.steps += saved.steps
+                s.steps = s.steps.addingSaturated(saved.steps)
                 s.distanceMeters += saved.distanceMeters
-                s.restoredSteps += saved.steps
+                s.restoredSteps = s.restoredSteps.addingSaturated(saved.steps)
                 s.since = min(s.since, saved.since)
                 if let floorsSaved = saved.floors { s.floors.resume(from: s.floors.counter.counts + floorsSaved) }
                 publish(s)

@@ -81,8 +81,15 @@ public enum Timestamp {
         return Date(timeIntervalSince1970: seconds)
     }
 
+    /// Times written: years 0001 to 9999, the range of the format. A time outside (a corrupt stored time, 1e300 s)
+    /// is written as the nearest end, and NaN as the epoch, rather than trapping in the conversion to Int64.
+    static let formattedSeconds = -62_135_596_800.0...253_402_300_799.999
+
     private static func format(_ date: Date, offsetSeconds: Int) -> String {
-        let totalMilliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) + Int64(offsetSeconds) * 1000
+        let t = date.timeIntervalSince1970
+        let seconds = t.isNaN ? 0 : min(max(t, formattedSeconds.lowerBound), formattedSeconds.upperBound)
+        let offset = Int64(max(-86_400, min(86_400, offsetSeconds)))
+        let totalMilliseconds = Int64((seconds * 1000).rounded(.down)) + offset * 1000
         let (secondsOfEpoch, milliseconds) = floorDivision(totalMilliseconds, 1000)
         let (days, secondOfDay) = floorDivision(secondsOfEpoch, 86400)
         let (year, month, day) = civilFromDays(Int(days))

@@ -61,8 +61,11 @@ final class DatabaseLeases: Sendable {
     /// Gives the pool up: no new lease, the reads holding one are interrupted, and once the last has been
     /// returned (waiting at most `timeout`) the pool is closed. Returns false while reads still hold it: it
     /// stays retired, and a later call closes it. On the store's queue.
+    ///
+    /// `foldingLog` (a clean stop): before closing, the readers are closed and the writer folds the write-ahead log
+    /// into the database and truncates it, so that the file alone holds everything (`Self.foldLog`).
     @discardableResult
-    func retire(waitingUpTo timeout: TimeInterval) throws -> Bool {
+    func retire(waitingUpTo timeout: TimeInterval, foldingLog: Bool = false) throws -> Bool {
         let held = state.withLock { state -> Bool in
             guard let pool = state.pool else { return false }
             if !state.retired {
@@ -79,8 +82,28 @@ final class DatabaseLeases: Sendable {
             state.pool = nil
             state.retired = false
             // Under the lock, so that `interrupt` never reaches a closing pool.
+            var folding: Error?
+            if foldingLog {
+                do { try Self.foldLog(pool) } catch { folding = error }
+            }
             try pool.close()
+            if let folding { throw folding }
             return true
         }
+    }
+
+    /// SQLite folds the log into the database when its last connection closes, but GRDB closes the pool's writer
+    /// first and its readers last, and a reader's descriptor is read-only: the final checkpoint's lock failed
+    /// (`fcntl(F_SETLK, F_WRLCK)`: EBADF) and a clean stop left a 1 KiB `stepd.sqlite` with everything in
+    /// `stepd.sqlite-wal`, so that a copy of the file alone was an empty database. Here the idle readers are
+    /// closed first (no read holds the pool any more) and the writer checkpoints with TRUNCATE; its close, the
+    /// last, then removes the log.
+    static func foldLog(_ pool: DatabasePool) throws {
+        pool.releaseMemory()
+        let busy = try pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        if busy != 0 { throw StoreError.unavailable(reason: "the write-ahead log could not be folded into the database: a reader still holds it") }
+        // Left in rollback mode, the file opens read-only without a log or index beside it (a card mounted
+        // read-only at the next start, where SQLite cannot create them); the next open sets WAL again.
+        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode = DELETE") }
     }
 }

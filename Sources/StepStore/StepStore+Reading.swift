@@ -181,7 +181,7 @@ extension StepStore {
                         SELECT minute, steps, distance_m, floors FROM minute_bin
                         WHERE minute >= ? AND minute < ? ORDER BY minute
                         """, arguments: [range.lowerBound, range.upperBound]).map { row in
-                        let start = Date(timeIntervalSince1970: Double((row[0] as Int64) * 60))
+                        let start = Date(timeIntervalSince1970: Double(row[0] as Int64) * 60)
                         return HistoryBin(start: start, end: start.addingTimeInterval(60), steps: row[1],
                                           distanceMeters: row[2], floors: row[3])
                     }

@@ -203,7 +203,7 @@ final class StoreCore {
                 onSavedCounter(saved)
             } else {
                 let floors = saved.floors.map { $0 + (current.floors ?? .zero) } ?? current.floors
-                current = Counter(steps: saved.steps + current.steps, since: saved.since,
+                current = Counter(steps: saved.steps.addingSaturated(current.steps), since: saved.since,
                                   distanceMeters: saved.distanceMeters + current.distanceMeters, floors: floors)
                 anchored = true
                 pending.setCounter(current)

@@ -13,6 +13,8 @@ public enum StoreError: CodedError, Equatable {
     case failed(reason: String?)
     case lost(path: String, reason: String)
     case damagedLog(path: String, reason: String)
+    /// A value read back outside its physical range (StoreRanges): the file is refused, left as it is.
+    case outOfRange(path: String, reason: String)
     case tooManyRows(what: String, limit: Int)
     case rangeTooLong(bin: HistoryBinSize, maximumDays: Int)
     case emptyRange(from: Date, to: Date)
@@ -20,7 +22,7 @@ public enum StoreError: CodedError, Equatable {
     /// The ERROR's code when a client's request meets this.
     public var code: ErrorCode {
         switch self {
-        case .cannotCreateDirectory, .cannotOpen, .cannotWrite, .cannotRead, .lost, .damagedLog, .failed: return .storeFailed
+        case .cannotCreateDirectory, .cannotOpen, .cannotWrite, .cannotRead, .lost, .damagedLog, .outOfRange, .failed: return .storeFailed
         case .unavailable: return .unavailable
         case .tooManyRows, .rangeTooLong: return .rangeTooLong
         case .emptyRange: return .badRequest
@@ -45,6 +47,8 @@ public enum StoreError: CodedError, Equatable {
             return "lost the step database \(path): \(reason); counting goes on in memory and is saved when a database can be opened there again"
         case .damagedLog(let path, let reason):
             return "the write-ahead log \(path) is damaged (\(reason)); it is left as it is and counting goes on in memory (see docs/service.md, store faults)"
+        case .outOfRange(let path, let reason):
+            return "the step database \(path) holds a value outside its range (\(reason)); it is left as it is and counting goes on in memory: mend the row with sqlite3 or move the file away (see docs/service.md, store faults)"
         case .tooManyRows(let what, let limit):
             return "the range holds more than \(limit) \(what); ask for a shorter one"
         case .rangeTooLong(let bin, let days):

@@ -16,6 +16,9 @@ final class StoreWriter {
     private var identity: StoreFileIdentity?
     /// The file and its log as the last write left them.
     private var contents: StoreFileContents?
+    /// A file refused for a value out of range, as it was left, and why: the retries every few seconds do not
+    /// scan it again until it changes (a row mended, the file moved away).
+    private var refused: (file: StoreFileIdentity?, contents: StoreFileContents, error: StoreError)?
 
     init(directory: String, path: String) {
         self.directory = directory
@@ -34,6 +37,9 @@ final class StoreWriter {
         } catch {
             throw .cannotOpen(path: path, reason: "the file given up could not be closed: \(StepStore.reason(error))")
         }
+        if let refused, refused.contents == StoreFileContents.of(path: path),
+           refused.file == (try? StoreFileIdentity.of(path: path).get()) { throw refused.error }
+        refused = nil
         if let damage = WriteAheadLog.damage(at: path + "-wal") {
             throw .damagedLog(path: path + "-wal", reason: damage)
         }
@@ -72,6 +78,12 @@ final class StoreWriter {
                 throw StoreError.cannotOpen(path: path, reason: refusal.description)
             }
             try StoreSchema.migrator.migrate(db)
+            if let violation = try db.read(StoreRanges.firstViolation) {
+                try? db.close()
+                let error = StoreError.outOfRange(path: path, reason: violation.description)
+                refused = (try? StoreFileIdentity.of(path: path).get(), StoreFileContents.of(path: path), error)
+                throw error
+            }
             guard case .success(let opened) = StoreFileIdentity.of(path: path) else {
                 try? db.close()
                 throw StoreError.cannotOpen(path: path, reason: "the file vanished as it was opened")
@@ -139,7 +151,11 @@ final class StoreWriter {
         config.readonly = true
         guard let db = try? DatabaseQueue(path: path, configuration: config) else { return nil }
         defer { try? db.close() }
-        return try? db.read(Self.counter)
+        return try? db.read { db in
+            // A value out of range is not a count to go on from (the open said why).
+            guard try StoreRanges.firstViolation(db) == nil else { return nil }
+            return try Self.counter(db)
+        }
     }
 
     /// Drops history older than `cutoff`; returns the rows removed, by kind.
@@ -169,7 +185,7 @@ final class StoreWriter {
         database = nil
         identity = nil
         contents = nil
-        guard try leases.retire(waitingUpTo: 2) else {
+        guard try leases.retire(waitingUpTo: 2, foldingLog: true) else {
             throw StoreError.unavailable(reason: "reads still hold the database; left open")
         }
     }

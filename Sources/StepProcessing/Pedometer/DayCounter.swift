@@ -79,9 +79,10 @@ public struct DayCounter: Sendable {
     public mutating func step(at time: Date, distanceMeters: Double) {
         if time >= today.end { advance(to: time, zone: zone) }
         guard today.contains(time) else { return }
-        today.steps += 1
+        today.steps = today.steps.addingSaturated(1)
         today.distanceMeters += distanceMeters
-        today.stepsPerMinute[DayTotals.minute(of: time), default: 0] += 1
+        let index = DayTotals.minute(of: time)
+        today.stepsPerMinute[index] = (today.stepsPerMinute[index] ?? 0).addingSaturated(1)
     }
 
     /// Floors counted from a reading at `time`.
@@ -110,11 +111,15 @@ public struct DayCounter: Sendable {
     /// they are known (the history keeps only the floors up; the count since a reset made today has both).
     public mutating func restore(_ minutes: [SavedMinute], floorsDescended: Int?) {
         for minute in minutes where today.contains(minute.start) {
-            today.steps += minute.steps
+            // Saturating: the store refuses counts out of range, and a count at the bound still does not trap.
+            today.steps = today.steps.addingSaturated(minute.steps)
             today.distanceMeters += minute.distanceMeters
-            today.floorsAscended += minute.floorsAscended ?? 0
-            if minute.steps > 0 { today.stepsPerMinute[DayTotals.minute(of: minute.start), default: 0] += minute.steps }
+            today.floorsAscended = today.floorsAscended.addingSaturated(minute.floorsAscended ?? 0)
+            if minute.steps > 0 {
+                let index = DayTotals.minute(of: minute.start)
+                today.stepsPerMinute[index] = (today.stepsPerMinute[index] ?? 0).addingSaturated(minute.steps)
+            }
         }
-        today.floorsDescended += floorsDescended ?? 0
+        today.floorsDescended = today.floorsDescended.addingSaturated(floorsDescended ?? 0)
     }
 }

@@ -10,6 +10,9 @@ public enum RecordingError: Error, CustomStringConvertible, Equatable {
     /// gzip data that zlib cannot inflate (corrupt or cut short), found after `afterLine` good lines.
     case corruptGzip(path: String, afterLine: Int, reason: String)
     case badHeader(path: String, found: String)
+    /// A byte no text holds (NUL, a control character) near the start: an image, a device's binary export
+    /// (.cwa, .gt3x), an executable. `byte` counts from 1, as cmp(1) does.
+    case binary(path: String, byte: Int)
     case badLine(path: String, line: Int, text: String)
     /// A row of four numbers whose time is not a number or beyond `RecordingReader.maximumTimeSeconds`.
     case badTime(path: String, line: Int, text: String)
@@ -55,7 +58,9 @@ public enum RecordingError: Error, CustomStringConvertible, Equatable {
         case .corruptGzip(let path, let line, let reason):
             return "\(path): not a valid gzip file: \(reason)" + (line > 0 ? ", after line \(line)" : "")
         case .badHeader(let path, let found):
-            return "\(path):1: expected a header 't,x,y,z' (or 'time,x,y,z') or four numbers, found '\(found)'"
+            return "\(path):1: expected a header \(RecordingHeader.documented) or four numbers, found '\(found)'"
+        case .binary(let path, let byte):
+            return "\(path) is not a text recording (binary data at byte \(byte))"
         case .badLine(let path, let line, let text):
             return "\(path):\(line): expected four numbers t,x,y,z, found '\(text)'"
         case .badTime(let path, let line, let text):

@@ -4,6 +4,8 @@ public enum RecordingError: Error, CustomStringConvertible, Equatable {
     case missing(path: String)
     case isDirectory(path: String)
     case permissionDenied(path: String)
+    /// A FIFO, a device, a socket: refused before a read could wait for ever.
+    case notRegularFile(path: String, kind: String)
     case unreadable(path: String, reason: String)
     /// Named `.gz` but not starting with gzip's magic bytes.
     case notGzip(path: String)
@@ -22,7 +24,7 @@ public enum RecordingError: Error, CustomStringConvertible, Equatable {
 
     public var isMissingInput: Bool {
         switch self {
-        case .missing, .isDirectory, .permissionDenied, .unreadable: return true
+        case .missing, .isDirectory, .permissionDenied, .notRegularFile, .unreadable: return true
         default: return false
         }
     }
@@ -52,6 +54,7 @@ public enum RecordingError: Error, CustomStringConvertible, Equatable {
         case .missing(let path): return "cannot open recording \(path): no such file"
         case .isDirectory(let path): return "cannot open recording \(path): it is a directory, not a file"
         case .permissionDenied(let path): return "cannot open recording \(path): permission denied"
+        case .notRegularFile(let path, let kind): return "cannot open recording \(path): it is \(kind), not a regular file"
         case .unreadable(let path, let reason): return "cannot open recording \(path): \(reason)"
         case .notGzip(let path):
             return "\(path): not a gzip file (the name ends in .gz but the content does not start with gzip's magic bytes)"

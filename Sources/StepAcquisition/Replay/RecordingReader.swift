@@ -132,14 +132,18 @@ public enum RecordingReader {
 
     /// Opens `path` for zlib, after telling the reasons a person can fix (missing, a directory, permission)
     /// from each other; also says whether the name ends in .gz while the content is not gzip.
+    /// Only a regular file is read: opening a FIFO would wait for a writer, holding the daemon's start where
+    /// no signal ends it, and a device never ends. O_NONBLOCK makes the open itself return at once, whatever
+    /// the path turns out to be when it is opened; reads are blocking again after.
     static func open(path: String) throws -> (file: gzFile, gzipNameOnPlainFile: Bool) {
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { throw openError(path: path, errno: errno) }
         var info = stat()
-        if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
+        if fstat(fd, &info) == 0, let kind = notRegularFileKind(mode: info.st_mode) {
             close(fd)
-            throw RecordingError.isDirectory(path: path)
+            throw kind == "a directory" ? RecordingError.isDirectory(path: path) : RecordingError.notRegularFile(path: path, kind: kind)
         }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         var magic: [UInt8] = [0, 0]
         let n = pread(fd, &magic, 2, 0)
         if n < 0 {
@@ -153,6 +157,19 @@ public enum RecordingReader {
             throw RecordingError.unreadable(path: path, reason: "zlib cannot read it")
         }
         return (file, plainDespiteName)
+    }
+
+    /// What a file is when it is not a regular one ("a FIFO"), for a message; nil for a regular file.
+    public static func notRegularFileKind(mode: mode_t) -> String? {
+        switch mode & S_IFMT {
+        case S_IFREG: return nil
+        case S_IFDIR: return "a directory"
+        case S_IFIFO: return "a FIFO"
+        case S_IFCHR: return "a character device"
+        case S_IFBLK: return "a block device"
+        case S_IFSOCK: return "a socket"
+        default: return "not a file"
+        }
     }
 
     static func openError(path: String, errno code: Int32) -> RecordingError {

@@ -395,6 +395,29 @@ final class AnalyzeCommandTests: XCTestCase {
         XCTAssertTrue(replay.stderr.hasSuffix("stepd: \(png) is not a text recording (binary data at byte 7)\n"), replay.stderr)
     }
 
+    /// A link at an output name (a symbolic link, or a hard link, to a file elsewhere: as root, /etc/shadow) is
+    /// replaced by the output, a regular file, and what it pointed to is left as it was; no temporary file stays.
+    func testALinkAtAnOutputNameIsReplacedNeverWrittenThrough() throws {
+        let out = try TemporaryDirectory(), outside = try TemporaryDirectory()
+        let target = outside.file("precious")
+        try "keep me\n".write(toFile: target, atomically: false, encoding: .utf8)
+        XCTAssertEqual(symlink(target, out.file("walk-inhand.minutes.csv")), 0)
+        XCTAssertEqual(link(target, out.file("walk-inhand.json")), 0)
+        let result = try runCommand(Binaries.stepd, ["analyze", "--output", out.path, Binaries.bundledRecording])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(try String(contentsOfFile: target, encoding: .utf8), "keep me\n", "the link's target is untouched")
+        for name in ["walk-inhand.minutes.csv", "walk-inhand.json"] {
+            var info = stat()
+            XCTAssertEqual(lstat(out.file(name), &info), 0, name)
+            XCTAssertEqual(info.st_mode & S_IFMT, S_IFREG, "\(name) is a regular file now")
+            XCTAssertEqual(info.st_nlink, 1, name)
+        }
+        XCTAssertTrue(try String(contentsOfFile: out.file("walk-inhand.minutes.csv"), encoding: .utf8).hasPrefix("time,steps,"))
+        XCTAssertNotNil(try json(String(contentsOfFile: out.file("walk-inhand.json"), encoding: .utf8))["steps"] as? Int)
+        let left = try FileManager.default.contentsOfDirectory(atPath: out.path).filter { $0.contains(".tmp-") }
+        XCTAssertEqual(left, [], "no temporary file is left")
+    }
+
     /// On a terminal (script(1) gives one) a progress line comes and goes on standard error; piped, none.
     func testAProgressLineShowsOnATerminal() throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/script") else { throw XCTSkip("needs script(1) from util-linux") }

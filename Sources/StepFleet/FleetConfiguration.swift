@@ -1,4 +1,5 @@
 import Foundation
+import StepProtocol
 
 /// What `--mqtt-*` set: the broker, who this device is, and how to authenticate.
 public struct FleetConfiguration: Sendable {
@@ -83,6 +84,9 @@ public enum PasswordFile {
     public static func read(path: String, serviceUID: uid_t = geteuid()) throws -> String {
         var info = stat()
         guard stat(path, &info) == 0 else { throw Failure.missing(path: path, reason: String(cString: strerror(errno))) }
+        if let kind = StartupFile.notRegularKind(mode: info.st_mode) {
+            throw Failure.missing(path: path, reason: "it is \(kind), not a regular file")
+        }
         if info.st_uid != serviceUID { throw Failure.notOwned(path: path, owner: info.st_uid, service: serviceUID) }
         let mode = info.st_mode & 0o777
         if mode & 0o077 != 0 { throw Failure.tooOpen(path: path, mode: String(mode, radix: 8)) }

@@ -9,7 +9,7 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
     case usage = 64
     /// EX_DATAERR: a recording or input file whose content is invalid (not gzip, bad rows, no samples).
     case dataError = 65
-    /// EX_NOINPUT: a named file missing or unreadable (a recording, the --config file).
+    /// EX_NOINPUT: a named file missing, unreadable or not a regular file (a recording, the --config file, the MQTT files).
     case noInput = 66
     /// EX_UNAVAILABLE: stepctl: no daemon to talk to, or it closed the connection.
     case unavailable = 69

@@ -34,11 +34,15 @@ enum AnalysisFormat: String, ExpressibleByArgument, CaseIterable, Sendable {
     static let stepsHeader = "start,end,excursion_m,step_length_m"
 }
 
-/// A file (or standard output) written through stdio's buffer.
+/// A file (or standard output) written through stdio's buffer. A file is written under a temporary name
+/// beside it and renamed over `path` once complete: whatever was at `path` (a symbolic link to a file
+/// elsewhere, a hard link, a FIFO) is replaced, never written through, and a reader never sees half a file.
 final class TextSink {
-    private let file: UnsafeMutablePointer<FILE>
+    private var file: UnsafeMutablePointer<FILE>?
     private let owned: Bool
     let path: String
+    /// Where a file is written until `close` renames it to `path`; nil for standard output.
+    private let temporaryPath: String?
 
     /// Standard output, through a stream of its own on a duplicate of the descriptor (C's `stdout` is a
     /// global the compiler cannot prove safe), flushed and closed by `close` as a file's is.
@@ -52,15 +56,33 @@ final class TextSink {
         self.file = file
         owned = true
         path = "standard output"
+        temporaryPath = nil
     }
 
     init(path: String) throws {
-        guard let file = fopen(path, "w") else {
-            throw AnalysisFailure(description: "cannot create \(path): \(String(cString: strerror(errno)))", status: .cantCreate)
+        // O_EXCL | O_NOFOLLOW: a new file of our own, never one a link or an earlier file put at the name.
+        var descriptor: CInt = -1, temporary = ""
+        for _ in 0..<16 {
+            temporary = path + ".tmp-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
+            descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o666)
+            if descriptor >= 0 || errno != EEXIST { break }
+        }
+        guard descriptor >= 0, let file = fdopen(descriptor, "w") else {
+            let reason = String(cString: strerror(errno))
+            if descriptor >= 0 { Glibc.close(descriptor); unlink(temporary) }
+            throw AnalysisFailure(description: "cannot create \(path): \(reason)", status: .cantCreate)
         }
         self.file = file
         owned = true
         self.path = path
+        temporaryPath = temporary
+    }
+
+    /// A sink dropped without `close` (its recording failed): its file is not left behind half written.
+    deinit {
+        guard let file, owned else { return }
+        fclose(file)
+        if let temporaryPath { unlink(temporaryPath) }
     }
 
     func line(_ text: String) {
@@ -71,9 +93,15 @@ final class TextSink {
     func write(_ text: String) { fputs(text, file) }
 
     func close() throws {
-        let failed = fflush(file) != 0 || ferror(file) != 0
-        let code = errno
-        if owned { fclose(file) }
+        guard let file else { return }
+        self.file = nil
+        var failed = fflush(file) != 0 || ferror(file) != 0
+        var code = errno
+        if owned && fclose(file) != 0 && !failed { failed = true; code = errno }
+        if let temporaryPath {
+            if !failed && rename(temporaryPath, path) != 0 { failed = true; code = errno }
+            if failed { unlink(temporaryPath) }
+        }
         if failed {
             throw AnalysisFailure(description: "cannot write \(path): \(String(cString: strerror(code)))", status: .cantCreate)
         }

@@ -31,6 +31,9 @@ package struct Analyze: ParsableCommand {
     @Option(help: "When the recording's t = 0 was (ISO-8601 with an offset, e.g. 2026-11-20T08:00:00+01:00): times and days are then wall-clock ones in that offset. A t in Unix seconds needs none (its days follow TZ).")
     var start: String?
 
+    @Option(help: "The unit of x, y, z: mps2 (m/s², stepd's format), g (actipy's, stepcount's, Axivity and ActiGraph exports), or auto: the unit the header names (x_g, x_mps2), else g when the gravity in the first 1000 samples is about 1, with a notice.")
+    var units: RecordingUnits = .auto
+
     @Option(help: "The walker's height in metres, for distance (stride 0.414 x height, as the daemon).")
     var height = 1.70
 
@@ -86,6 +89,7 @@ package struct Analyze: ParsableCommand {
                                                   timeZone: start.flatMap(AnalysisClock.startTimeZone) ?? .current)
         configured.gait.placement = Placement(rawValue: placement)!
         configured.gait.heightMeters = height
+        configured.units = units
         let settings = configured
         if let output { try Self.makeFolder(output) }
         let names = Self.outputNames(files)
@@ -154,3 +158,6 @@ package struct Analyze: ParsableCommand {
         return names
     }
 }
+
+/// `--units` of analyze and bench.
+extension RecordingUnits: ExpressibleByArgument {}

@@ -56,6 +56,9 @@ package struct Bench: ParsableCommand {
     @Option(help: "Move every timestamp by a random amount up to ± this many milliseconds (never out of order) before detecting: how far the scores move when only the clock's unevenness changes. 0: the recording as it is.")
     var jitterMs = 0.0
 
+    @Option(help: "The unit of the traces' x, y, z: mps2, g, or auto (the header's, else g when the gravity in the first 1000 samples is about 1, with a notice).")
+    var units: RecordingUnits = .auto
+
     @Option(help: "Seed of --jitter-ms's draws (each trace's also depends on its name).")
     var seed: UInt64 = 1
 
@@ -109,7 +112,7 @@ package struct Bench: ParsableCommand {
         var latency = LatencyProbe(kind: kinds[0])
         for trace in traces {
             let jitter = ClockJitter(milliseconds: jitterMs, seed: seed, trace: "\(trace.folder)/\(trace.name)")
-            let (detected, recordedSeconds, ungated) = try Self.detect(trace, kinds: kinds, jitter: jitter, latency: &latency)
+            let (detected, recordedSeconds, ungated) = try Self.detect(trace, kinds: kinds, units: units, jitter: jitter, latency: &latency)
             let repair = trace.kind == .instants && (truth == .repaired || (truth == .auto && trace.meta.footSwitchTruth))
             let scoredTruth = repair ? GroundTruthRepair.repaired(trace.truth) : trace.truth
             scores += zip(kinds, detected).map { kind, steps in
@@ -184,7 +187,7 @@ package struct Bench: ParsableCommand {
 
     /// One streaming pass over a trace: every detector's pipeline, and the report delay of the first. Also returns
     /// the seconds recorded: the sum of the sampling intervals, less any gap the pipeline restarts after.
-    static func detect(_ trace: Trace, kinds: [StepDetectorKind], jitter: ClockJitter, latency: inout LatencyProbe) throws
+    static func detect(_ trace: Trace, kinds: [StepDetectorKind], units: RecordingUnits, jitter: ClockJitter, latency: inout LatencyProbe) throws
         -> (steps: [[Double]], recordedSeconds: Double, ungated: [Double]?) {
         var jitter = jitter
         var pipelines = kinds.map { StepPipeline(detector: $0.make(sampleRateHz: 60)) }
@@ -199,7 +202,7 @@ package struct Bench: ParsableCommand {
         var recorded = 0.0, last = Double.nan
         let gap = pipelines.first?.resampler.maximumGapSeconds ?? 0.5
         latency.startTrace()
-        try RecordingReader.stream(path: trace.accelPath) { chunk in
+        let stats = try RecordingReader.stream(path: trace.accelPath, units: units) { chunk in
             jitter.apply(&chunk.samples)
             for (k, pipeline) in pipelines.enumerated() { pipeline.process(chunk.samples) { steps[k].append($0) } }
             latency.feed(chunk.samples)
@@ -209,6 +212,8 @@ package struct Bench: ParsableCommand {
                 last = sample.time
             }
         }
+        // On standard error: standard output is the tables.
+        if let notice = stats.unitsNotice { FileHandle.standardError.write(Data("stepd: \(notice)\n".utf8)) }
         return (Array(steps.prefix(kinds.count)), recorded, ungatedIndex.map { steps[$0] })
     }
 
@@ -284,7 +289,7 @@ package struct Bench: ParsableCommand {
         repeat {
             for trace in traces {
                 let pipeline = StepPipeline(detector: kind.make(sampleRateHz: 60))
-                let stats = try RecordingReader.stream(path: trace.accelPath) { chunk in
+                let stats = try RecordingReader.stream(path: trace.accelPath, units: units) { chunk in
                     let cpu0 = Self.threadCPUSeconds(), wall0 = RecordingReader.monotonicSeconds()
                     pipeline.process(chunk.samples) { _ in stepsSeen += 1 }
                     cpu += Self.threadCPUSeconds() - cpu0

@@ -18,6 +18,8 @@ final class RecordingAnalysis: Sendable {
         var timeZone = TimeZone.current
         /// Placement and height for the gait measures of each bout (docs/gait.md).
         var gait = GaitRecorder.Configuration()
+        /// What x, y, z are in (`--units`).
+        var units = RecordingUnits.auto
     }
 
     let path: String
@@ -54,7 +56,7 @@ final class RecordingAnalysis: Sendable {
         var result = AnalysisResult(path: path, detector: settings.detector.rawValue)
         let started = RecordingReader.monotonicSeconds()
         do {
-            result.read = try RecordingReader.stream(path: path, acceptingCutShort: true) { chunk in
+            result.read = try RecordingReader.stream(path: path, units: settings.units, acceptingCutShort: true) { chunk in
                 if state == nil {
                     state = try PassState(first: chunk.samples[0], settings: settings, floors: floors, makeOutputs: makeOutputs)
                     state!.gait = GaitRecorder(configuration: settings.gait)
@@ -279,6 +281,7 @@ struct AnalysisResult {
     /// The warnings a user must see, once each: a clock that went back, a stream cut short.
     var warnings: [String] {
         var lines: [String] = []
+        if let notice = read.unitsNotice { lines.append(notice) }
         if let (line, seconds) = firstClockBack {
             lines.append(String(format: "%@:%d: the clock goes back %.3f s; the samples from here on are moved to follow on", path, line, seconds)
                          + (clockJumpsBack > 1 ? " (\(clockJumpsBack) jumps back in all, each treated alike)" : ""))

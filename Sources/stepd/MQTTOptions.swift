@@ -38,6 +38,10 @@ struct MQTTOptions: ParsableArguments {
         configuration.keepaliveSeconds = keepaliveSeconds
         for (flag, path) in [("mqtt-ca-file", caFile), ("mqtt-cert-file", certFile), ("mqtt-key-file", keyFile)] {
             guard let path else { continue }
+            // OpenSSL opens these by name, later, and would wait on a FIFO for ever: refused here, at once.
+            if let reason = StartupFile.refusal(path: path) {
+                throw StartFailure(description: "--\(flag) \(path): \(reason)", status: .noInput)
+            }
             guard access(path, R_OK) == 0 else {
                 throw StartFailure(description: "--\(flag) \(path): \(String(cString: strerror(errno)))", status: .noInput)
             }

@@ -20,6 +20,7 @@ struct Run: ParsableCommand {
     @Option(.named("replay")) var replay: String?
     @Option(.named("speed")) var speed: Double
     @Flag(.named("loop")) var loop: Bool
+    @Option(.named("units")) var units: String
     @Flag(.named("demo")) var demo: Bool
     @Option(.named("socket")) var socket: String?
     @Option(.named("detector")) var detector: String
@@ -190,7 +191,7 @@ struct Run: ParsableCommand {
     /// says why, with 66 for a file that is not there or not readable and 65 for one that is not a recording.
     private func chooseSource(logger: Logger) throws -> SourceChoice.Chosen {
         do {
-            return try SourceChoice(demo: demo, replay: replay, speed: speed, loop: loop,
+            return try SourceChoice(demo: demo, replay: replay, speed: speed, loop: loop, units: RecordingUnits(rawValue: units) ?? .auto,
                                     device: iio.device, iioURI: iio.iioURI,
                                     barometer: !iio.noBarometer,
                                     sensorStepCounter: iio.sensorStepCounter).makeSource(logger: logger)

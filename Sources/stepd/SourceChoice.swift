@@ -13,6 +13,8 @@ struct SourceChoice {
     var replay: String?
     var speed: Double
     var loop: Bool
+    /// --units: what the replayed recording's x, y, z are in.
+    var units = RecordingUnits.auto
     var device: String?
     var iioURI: String?
     /// False with --no-barometer: a recording's pressure file is then left unread too.
@@ -53,7 +55,7 @@ struct SourceChoice {
         }
         if let replay, device == nil, iioURI == nil {
             logger.debug("source choice: --replay \(replay) at speed \(speed)\(loop ? ", in a loop" : "")")
-            return .replay(try ReplaySource(path: replay, speed: speed, loop: loop, pressure: barometer))
+            return .replay(try ReplaySource(path: replay, speed: speed, loop: loop, units: units, pressure: barometer))
         }
         if replay != nil { logger.debug("source choice: --replay ignored: an accelerometer was named") }
         let uri = iioURI ?? "local:"

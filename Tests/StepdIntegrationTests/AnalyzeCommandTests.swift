@@ -6,6 +6,7 @@ import XCTest
 /// `stepd analyze` as researchers run it: streaming over real recordings, per-minute, daily and bout files,
 /// many files at once, and long recordings' faults (gaps, a clock that jumps back, a gzip cut short).
 final class AnalyzeCommandTests: XCTestCase {
+
     private func json(_ text: String) throws -> [String: Any] {
         try XCTUnwrap(JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], text)
     }
@@ -289,6 +290,132 @@ final class AnalyzeCommandTests: XCTestCase {
         try glitches.write(toFile: single, atomically: true, encoding: .utf8)
         let analysed = try runCommand(Binaries.stepd, ["analyze", single], timeout: 60)
         XCTAssertEqual(analysed.status, 0, analysed.stderr)
+    }
+
+    /// The bundled walk with each row rewritten by `row` (t, x, y, z as read), under `header`.
+    private func rewrittenWalk(_ name: String, in dir: TemporaryDirectory, header: String = "t,x,y,z",
+                               _ row: (Double, Double, Double, Double) -> String) throws -> String {
+        let lines = try bundledLines().dropFirst().map { line -> String in
+            let v = line.split(separator: ",").map { Double(String($0))! }
+            return row(v[0], v[1], v[2], v[3])
+        }
+        let path = dir.file(name)
+        try ([header] + lines).joined(separator: "\n").appending("\n").write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    private func analyzedSteps(_ arguments: [String], environment: [String: String] = [:]) throws -> (steps: Int, stderr: String) {
+        let result = try runCommand(Binaries.stepd, ["analyze", "--json"] + arguments, environment: environment)
+        XCTAssertEqual(result.status, 0, "\(arguments): \(result.stderr)")
+        return (try XCTUnwrap(try json(result.stdout)["steps"] as? Int), result.stderr)
+    }
+
+    /// The same walk divided by 9.80665 (g, the unit of actipy, stepcount and the Axivity and ActiGraph exports)
+    /// counts the same steps: read as g because its gravity is about 1, with one notice, or because its header
+    /// names g; `--units` overrides both.
+    func testTheWalkInGCountsTheSameStepsAsInMetresPerSecondSquared() throws {
+        let dir = try TemporaryDirectory()
+        let metres = try analyzedSteps([Binaries.bundledRecording])
+        XCTAssertGreaterThan(metres.steps, 150)
+        XCTAssertEqual(metres.stderr, "", "m/s² is the format: nothing to say")
+        let g = standardGravity
+        let inG = try rewrittenWalk("in-g.csv", in: dir) { t, x, y, z in "\(t),\(x / g),\(y / g),\(z / g)" }
+        let detected = try analyzedSteps([inG])
+        XCTAssertEqual(detected.steps, metres.steps)
+        let notices = detected.stderr.split(separator: "\n")
+        XCTAssertEqual(notices.count, 1, detected.stderr)
+        XCTAssertTrue(notices.first?.hasPrefix("stepd: \(inG): the accelerations look like g (median magnitude 1.0") == true, detected.stderr)
+        let named = try rewrittenWalk("named.csv", in: dir, header: "t,x_g,y_g,z_g") { t, x, y, z in "\(t),\(x / g),\(y / g),\(z / g)" }
+        let fromHeader = try analyzedSteps([named])
+        XCTAssertEqual(fromHeader.steps, metres.steps)
+        XCTAssertEqual(fromHeader.stderr, "", "a header that names the unit needs no notice")
+        XCTAssertEqual(try analyzedSteps(["--units", "g", inG]).steps, metres.steps)
+        XCTAssertLessThan(try analyzedSteps(["--units", "mps2", inG]).steps, metres.steps / 2, "read as m/s², g is a tenth of a walk")
+        let metresNamed = try rewrittenWalk("mps2.csv", in: dir, header: "t,x_mps2,y_mps2,z_mps2") { t, x, y, z in "\(t),\(x),\(y),\(z)" }
+        XCTAssertEqual(try analyzedSteps([metresNamed]).steps, metres.steps)
+        let bad = try runCommand(Binaries.stepd, ["analyze", "--units", "furlongs", inG])
+        XCTAssertEqual(bad.status, 64, bad.stderr)
+    }
+
+    /// Times written as date-times, as stepcount's and actipy's CSV write them (with and without an offset;
+    /// without one, in the local zone), count the same steps, and the minutes are labelled with the times
+    /// written; the stepcount form (`time,x,y,z`, g, date-times) too.
+    func testDateTimesAsStepcountAndActipyWriteThemCountTheSameSteps() throws {
+        let dir = try TemporaryDirectory()
+        let metres = try analyzedSteps([Binaries.bundledRecording]).steps
+        let start = 1_399_469_390.0   // 2014-05-07T13:29:50Z, 14:29:50 in London (BST)
+        let unix = try rewrittenWalk("unix.csv", in: dir) { t, x, y, z in String(format: "%.4f,\(x),\(y),\(z)", start + t) }
+        // 13:29:50 (or 14:29:50) plus t, in ten-thousandths of a second as the recording writes t.
+        func dateTime(_ t: Double, _ separator: String, hour: Int) -> String {
+            let units = Int((t * 10_000).rounded()) + 50 * 10_000
+            let seconds = units / 10_000, minutes = 29 + seconds / 60
+            return String(format: "2014-05-07%@%02d:%02d:%02d.%04d", separator, hour + minutes / 60, minutes % 60, seconds % 60, units % 10_000)
+        }
+        XCTAssertEqual(dateTime(0.0100, " ", hour: 13), "2014-05-07 13:29:50.0100")
+        XCTAssertEqual(dateTime(70, "T", hour: 13), "2014-05-07T13:31:00.0000")
+        let offset = try rewrittenWalk("offset.csv", in: dir) { t, x, y, z in dateTime(t, "T", hour: 14) + "+01:00,\(x),\(y),\(z)" }
+        let utc = try rewrittenWalk("utc.csv", in: dir) { t, x, y, z in dateTime(t, "T", hour: 13) + "Z,\(x),\(y),\(z)" }
+        let g = standardGravity
+        let stepcount = try rewrittenWalk("stepcount.csv", in: dir, header: "time,x,y,z") { t, x, y, z in
+            dateTime(t, " ", hour: 14) + ",\(x / g),\(y / g),\(z / g)"
+        }
+        let london = ["TZ": "Europe/London"]
+        let reference = try analyzedSteps([unix]).steps
+        XCTAssertEqual(reference, metres, "the same walk on a Unix clock")
+        for path in [offset, utc, stepcount] {
+            XCTAssertEqual(try analyzedSteps([path], environment: london).steps, metres, path)
+        }
+        let minutes = try runCommand(Binaries.stepd, ["analyze", "--format", "minutes", stepcount], environment: london)
+        XCTAssertEqual(minutes.status, 0, minutes.stderr)
+        XCTAssertEqual(minutes.stdout.split(separator: "\n").dropFirst().first?.split(separator: ",").first,
+                       "2014-05-07T14:29:00+01:00", "a time without an offset is the local wall clock: \(minutes.stdout.prefix(200))")
+        var lines = try bundledLines()
+        lines[3] = "2014-02-30 10:00:00,0,0,9.8"
+        try lines.joined(separator: "\n").appending("\n").write(toFile: dir.file("feb30.csv"), atomically: true, encoding: .utf8)
+        let refused = try runCommand(Binaries.stepd, ["analyze", dir.file("feb30.csv")])
+        XCTAssertEqual(refused.status, 65, refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("feb30.csv:4: expected four numbers t,x,y,z"), refused.stderr)
+    }
+
+    /// A binary file (an executable, an image, a device's own export) is refused as binary in one line, exit
+    /// 65, by analyze and by the daemon's replay alike, not shown as a header of mojibake.
+    func testABinaryFileIsRefusedAsBinaryInOneLine() throws {
+        let dir = try TemporaryDirectory()
+        let png = dir.file("walk.png")
+        try Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 0x0D, 0x49, 0x48, 0x44, 0x52] + Array(repeating: 0xFF, count: 64))
+            .write(to: URL(fileURLWithPath: png))
+        _ = try runCommand("/bin/sh", ["-c", "gzip -c '\(Binaries.stepd)' > '\(dir.file("stepd.csv.gz"))'"])
+        for (path, byte) in [(png, 7), (Binaries.stepd, 1), (dir.file("stepd.csv.gz"), 1)] {
+            let result = try runCommand(Binaries.stepd, ["analyze", path])
+            XCTAssertEqual(result.status, 65, result.stderr)
+            XCTAssertEqual(result.stderr, "stepd: \(path) is not a text recording (binary data at byte \(byte))\n")
+        }
+        let replay = try runCommand(Binaries.stepd, ["--replay", png, "--socket", dir.file("s.sock"), "--state-dir", dir.file("state")], timeout: 30)
+        XCTAssertEqual(replay.status, 65, replay.stderr)
+        XCTAssertTrue(replay.stderr.hasSuffix("stepd: \(png) is not a text recording (binary data at byte 7)\n"), replay.stderr)
+    }
+
+    /// A link at an output name (a symbolic link, or a hard link, to a file elsewhere: as root, /etc/shadow) is
+    /// replaced by the output, a regular file, and what it pointed to is left as it was; no temporary file stays.
+    func testALinkAtAnOutputNameIsReplacedNeverWrittenThrough() throws {
+        let out = try TemporaryDirectory(), outside = try TemporaryDirectory()
+        let target = outside.file("precious")
+        try "keep me\n".write(toFile: target, atomically: false, encoding: .utf8)
+        XCTAssertEqual(symlink(target, out.file("walk-inhand.minutes.csv")), 0)
+        XCTAssertEqual(link(target, out.file("walk-inhand.json")), 0)
+        let result = try runCommand(Binaries.stepd, ["analyze", "--output", out.path, Binaries.bundledRecording])
+        XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(try String(contentsOfFile: target, encoding: .utf8), "keep me\n", "the link's target is untouched")
+        for name in ["walk-inhand.minutes.csv", "walk-inhand.json"] {
+            var info = stat()
+            XCTAssertEqual(lstat(out.file(name), &info), 0, name)
+            XCTAssertEqual(info.st_mode & S_IFMT, S_IFREG, "\(name) is a regular file now")
+            XCTAssertEqual(info.st_nlink, 1, name)
+        }
+        XCTAssertTrue(try String(contentsOfFile: out.file("walk-inhand.minutes.csv"), encoding: .utf8).hasPrefix("time,steps,"))
+        XCTAssertNotNil(try json(String(contentsOfFile: out.file("walk-inhand.json"), encoding: .utf8))["steps"] as? Int)
+        let left = try FileManager.default.contentsOfDirectory(atPath: out.path).filter { $0.contains(".tmp-") }
+        XCTAssertEqual(left, [], "no temporary file is left")
     }
 
     /// On a terminal (script(1) gives one) a progress line comes and goes on standard error; piped, none.

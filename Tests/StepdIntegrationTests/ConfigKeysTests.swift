@@ -19,7 +19,7 @@ final class ConfigKeysTests: XCTestCase {
         "mqtt_ca_file": "mqtt tls", "mqtt_cert_file": "mqtt tls", "mqtt_key_file": "mqtt tls", "mqtt_username": "mqtt tls",
         "mqtt_password_file": "mqtt tls", "mqtt_homeassistant": "mqtt tls",
         "barometer": "sensor", "no_barometer": "no barometer", "sensor_step_counter": "sensor",
-        "placement": "placement",
+        "placement": "placement", "units": "units",
     ]
 
     static func documentedKeys() throws -> Set<String> {
@@ -178,6 +178,35 @@ final class ConfigKeysTests: XCTestCase {
             (status["barometer"] as? [String: Any])?["state"] as? String == "waiting"
         }["barometer"] as? [String: Any] ?? [:]
         XCTAssertEqual(barometer["description"] as? String, "iio no-such-baro", "barometer: \(barometer)")
+    }
+
+    /// units = g: the bundled walk written in g replays to the walk's count, said in the log as read in g by
+    /// the setting (no notice of a guess); units = mps2 takes the same file as m/s², a tenth of a walk.
+    func testUnitsKeyTakesEffect() throws {
+        let directory = try TemporaryDirectory()
+        let text = try runCommand("/bin/sh", ["-c", "gzip -dc '\(Binaries.bundledRecording)'"]).stdout
+        let rows = text.split(separator: "\n").dropFirst().map { line -> String in
+            let v = line.split(separator: ",").map { Double(String($0))! }
+            return "\(v[0]),\(v[1] / 9.80665),\(v[2] / 9.80665),\(v[3] / 9.80665)"
+        }
+        let inG = directory.file("in-g.csv")
+        try (["t,x,y,z"] + rows).joined(separator: "\n").appending("\n").write(toFile: inG, atomically: true, encoding: .utf8)
+        let offline = try runCommand(Binaries.stepd, ["analyze", "--json", Binaries.bundledRecording])
+        let walk = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(offline.stdout.utf8)) as? [String: Any])?["steps"] as? Int)
+        var counts: [String: Int] = [:]
+        for units in ["g", "mps2"] {
+            let socket = directory.file("\(units).sock")
+            let (process, _, logPath) = try start([
+                "socket": socket, "state_dir": directory.file("state-\(units)"), "no_gps": "true", "replay": inG, "speed": "40", "units": units,
+            ], directory: directory)
+            defer { stop(process) }
+            let client = try connect(socket, process: process, log: logPath)
+            _ = try poll(client, timeout: 60, "the replay to finish") { ($0["source"] as? [String: Any])?["state"] as? String == "finished" }
+            counts[units] = try client.request(["cmd": "steps"])["steps"] as? Int
+            XCTAssertFalse(try String(contentsOfFile: logPath, encoding: .utf8).contains("look like g"), "a unit given is not guessed")
+        }
+        XCTAssertEqual(counts["g"], walk)
+        XCTAssertLessThan(try XCTUnwrap(counts["mps2"]), walk / 2)
     }
 
     /// no_barometer = true: no barometer is looked for, STATUS says so.

@@ -31,6 +31,54 @@ final class ExitStatusTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("s.sock")), "it must stop before listening")
     }
 
+    /// Runs stepd that may block at start (opening a FIFO): a stepd still running after 20 s is killed with
+    /// SIGKILL (SIGTERM would not end it) and the test fails.
+    private func stepdThatMustNotBlock(_ arguments: [String], in directory: TemporaryDirectory,
+                                       file: StaticString = #filePath, line: UInt = #line) throws -> CommandResult {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Binaries.stepd)
+        process.arguments = arguments + ["--socket", directory.file("s.sock"), "--state-dir", directory.file("state")]
+        let errors = directory.file("stderr-\(UUID().uuidString.prefix(8))")
+        XCTAssertTrue(FileManager.default.createFile(atPath: errors, contents: nil))
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(20)
+        while process.isRunning && Date() < deadline { usleep(10_000) }  // poll for the exit, not a fixed wait
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            XCTFail("stepd \(arguments) still runs after 20 s: blocked at start", file: file, line: line)
+        }
+        process.waitUntilExit()
+        return CommandResult(status: process.terminationStatus, stdout: "", stderr: try String(contentsOfFile: errors, encoding: .utf8))
+    }
+
+    /// A FIFO (or a device) named as a start-up file would hold the start in open(2), where neither SIGTERM nor
+    /// SIGINT ends it: each is refused at once, before listening, with the reason and 66.
+    func testAFIFOOrADeviceAsAStartUpFileIsRefusedAtOnce() throws {
+        let directory = try TemporaryDirectory()
+        let fifo = directory.file("fifo")
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        assertFailure(try stepdThatMustNotBlock(["--replay", fifo], in: directory), .noInput,
+                      saying: "cannot open recording \(fifo): it is a FIFO, not a regular file")
+        assertFailure(try stepdThatMustNotBlock(["--replay", "/dev/zero"], in: directory), .noInput,
+                      saying: "cannot open recording /dev/zero: it is a character device, not a regular file")
+        assertFailure(try stepdThatMustNotBlock(["--config", fifo, "--replay", Binaries.bundledRecording], in: directory), .noInput,
+                      saying: "\(fifo): cannot read the configuration: it is a FIFO, not a regular file")
+        let mqtt = ["--replay", Binaries.bundledRecording, "--mqtt-url", "mqtts://127.0.0.1:1"]
+        assertFailure(try stepdThatMustNotBlock(mqtt + ["--mqtt-ca-file", fifo], in: directory), .noInput,
+                      saying: "--mqtt-ca-file \(fifo): it is a FIFO, not a regular file")
+        assertFailure(try stepdThatMustNotBlock(mqtt + ["--mqtt-username", "u", "--mqtt-password-file", fifo], in: directory), .noInput,
+                      saying: "cannot read the MQTT password file \(fifo): it is a FIFO, not a regular file")
+        // A barometer's file beside the recording is opened at start too.
+        let walk = directory.file("walk.csv.gz")
+        try FileManager.default.copyItem(atPath: Binaries.bundledRecording, toPath: walk)
+        XCTAssertEqual(mkfifo(directory.file("walk.pressure.csv"), 0o600), 0)
+        assertFailure(try stepdThatMustNotBlock(["--replay", walk], in: directory), .noInput,
+                      saying: "cannot read pressure file \(directory.file("walk.pressure.csv")): it is a FIFO, not a regular file")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory.file("s.sock")), "it must stop before listening")
+    }
+
     func testAConfigurationDirectoryIsNamedInWords() throws {
         let directory = try TemporaryDirectory()
         assertFailure(try stepd(["--config", directory.path], in: directory), .noInput,

@@ -10,8 +10,8 @@ final class ReplayDaemonTests: XCTestCase {
         return (try XCTUnwrap(object["steps"] as? Int), try XCTUnwrap(object["samples"] as? Int))
     }
 
-    private func replayCount(_ file: String, detector: String, speed: Int) throws -> (steps: Int, status: [String: Any]) {
-        let daemon = try Daemon(arguments: ["--replay", file, "--speed", "\(speed)", "--detector", detector])
+    private func replayCount(_ file: String, detector: String, speed: Int, extra: [String] = []) throws -> (steps: Int, status: [String: Any]) {
+        let daemon = try Daemon(arguments: ["--replay", file, "--speed", "\(speed)", "--detector", detector] + extra)
         try daemon.waitUntil(timeout: 120, "the replay to finish") { status in
             (status["source"] as? [String: Any])?["state"] as? String == "finished"
         }
@@ -48,6 +48,30 @@ final class ReplayDaemonTests: XCTestCase {
                 XCTAssertEqual(live.status["samples_in"] as? Int, offline.samples, name)
             }
         }
+    }
+
+    /// The bundled walk divided by 9.80665 (g) replays to the count of the walk in m/s², with the notice in the
+    /// daemon's log; `--units mps2` takes the file at its word.
+    func testAReplayOfTheWalkInGCountsAsTheWalkInMetresPerSecondSquared() throws {
+        let directory = try TemporaryDirectory()
+        let text = try runCommand("/bin/sh", ["-c", "gzip -dc '\(Binaries.bundledRecording)'"]).stdout
+        let rows = text.split(separator: "\n").dropFirst().map { line -> String in
+            let v = line.split(separator: ",").map { Double(String($0))! }
+            return "\(v[0]),\(v[1] / 9.80665),\(v[2] / 9.80665),\(v[3] / 9.80665)"
+        }
+        let inG = directory.file("in-g.csv")
+        try (["t,x,y,z"] + rows).joined(separator: "\n").appending("\n").write(toFile: inG, atomically: true, encoding: .utf8)
+        let offline = try analyze(Binaries.bundledRecording, detector: "peak")
+        let daemon = try Daemon(arguments: ["--replay", inG, "--speed", "40"])
+        try daemon.waitUntil(timeout: 120, "the replay to finish") { status in
+            (status["source"] as? [String: Any])?["state"] as? String == "finished"
+        }
+        let steps = try daemon.connect().request(["cmd": "steps"])
+        XCTAssertEqual(daemon.terminate(), 0)
+        XCTAssertEqual(steps["steps"] as? Int, offline.steps)
+        XCTAssertTrue(daemon.log.contains("replay \(inG): the accelerations look like g (median magnitude 1.0"), daemon.log)
+        let literal = try replayCount(inG, detector: "peak", speed: 40, extra: ["--units", "mps2"])
+        XCTAssertLessThan(literal.steps, offline.steps / 2)
     }
 
     func testAnalyzeThresholdRunsOnEveryTrace() throws {

@@ -61,7 +61,8 @@ public final class PressureFileReader {
 
     public init(path: String) throws {
         self.path = path
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        // Non-blocking open and a regular file only, as the recording beside it (RecordingReader.open).
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
             switch errno {
             case ENOENT, ENOTDIR: throw PressureFileError.missing(path: path)
@@ -69,6 +70,12 @@ public final class PressureFileReader {
             default: throw PressureFileError.unreadable(path: path, reason: String(cString: strerror(errno)))
             }
         }
+        var info = stat()
+        if fstat(fd, &info) == 0, let kind = RecordingReader.notRegularFileKind(mode: info.st_mode) {
+            close(fd)
+            throw PressureFileError.unreadable(path: path, reason: "it is \(kind), not a regular file")
+        }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         guard let file = gzdopen(fd, "rb") else {
             close(fd)
             throw PressureFileError.unreadable(path: path, reason: "zlib cannot read it")

@@ -4,12 +4,17 @@ public enum RecordingError: Error, CustomStringConvertible, Equatable {
     case missing(path: String)
     case isDirectory(path: String)
     case permissionDenied(path: String)
+    /// A FIFO, a device, a socket: refused before a read could wait for ever.
+    case notRegularFile(path: String, kind: String)
     case unreadable(path: String, reason: String)
     /// Named `.gz` but not starting with gzip's magic bytes.
     case notGzip(path: String)
     /// gzip data that zlib cannot inflate (corrupt or cut short), found after `afterLine` good lines.
     case corruptGzip(path: String, afterLine: Int, reason: String)
     case badHeader(path: String, found: String)
+    /// A byte no text holds (NUL, a control character) near the start: an image, a device's binary export
+    /// (.cwa, .gt3x), an executable. `byte` counts from 1, as cmp(1) does.
+    case binary(path: String, byte: Int)
     case badLine(path: String, line: Int, text: String)
     /// A row of four numbers whose time is not a number or beyond `RecordingReader.maximumTimeSeconds`.
     case badTime(path: String, line: Int, text: String)
@@ -19,7 +24,7 @@ public enum RecordingError: Error, CustomStringConvertible, Equatable {
 
     public var isMissingInput: Bool {
         switch self {
-        case .missing, .isDirectory, .permissionDenied, .unreadable: return true
+        case .missing, .isDirectory, .permissionDenied, .notRegularFile, .unreadable: return true
         default: return false
         }
     }
@@ -49,13 +54,16 @@ public enum RecordingError: Error, CustomStringConvertible, Equatable {
         case .missing(let path): return "cannot open recording \(path): no such file"
         case .isDirectory(let path): return "cannot open recording \(path): it is a directory, not a file"
         case .permissionDenied(let path): return "cannot open recording \(path): permission denied"
+        case .notRegularFile(let path, let kind): return "cannot open recording \(path): it is \(kind), not a regular file"
         case .unreadable(let path, let reason): return "cannot open recording \(path): \(reason)"
         case .notGzip(let path):
             return "\(path): not a gzip file (the name ends in .gz but the content does not start with gzip's magic bytes)"
         case .corruptGzip(let path, let line, let reason):
             return "\(path): not a valid gzip file: \(reason)" + (line > 0 ? ", after line \(line)" : "")
         case .badHeader(let path, let found):
-            return "\(path):1: expected a header 't,x,y,z' (or 'time,x,y,z') or four numbers, found '\(found)'"
+            return "\(path):1: expected a header \(RecordingHeader.documented) or four numbers, found '\(found)'"
+        case .binary(let path, let byte):
+            return "\(path) is not a text recording (binary data at byte \(byte))"
         case .badLine(let path, let line, let text):
             return "\(path):\(line): expected four numbers t,x,y,z, found '\(text)'"
         case .badTime(let path, let line, let text):

@@ -5,6 +5,8 @@ import StepProcessing
 import Timekeeping
 
 /// Reads a `t,x,y,z` recording (seconds, m/s^2), plain or gzip-compressed; zlib reads both transparently.
+/// A recording in g (a header naming it, or gravity of about 1 in its first samples) is read as g; a time may
+/// be a date-time (`RecordingDateTime`); a file that is binary is refused as such, not parsed into mojibake.
 /// Lines may be of any length up to `maximumLineBytes` and keep their numbers in errors. Accelerations that
 /// are numbers but impossible (1e300, nan, inf) are kept: the pipeline drops and counts them like a sensor's.
 /// A time is refused with its line unless it is within `maximumTimeSeconds` of zero: every later stage
@@ -20,10 +22,15 @@ public enum RecordingReader {
     public static let maximumTimeSeconds = 1e12
 
     /// The whole recording in memory: for a replay that loops. Long recordings go through `stream`.
-    public static func read(path: String) throws -> [Sample] {
+    public static func read(path: String, units: RecordingUnits = .auto) throws -> [Sample] {
+        try readWithStats(path: path, units: units).samples
+    }
+
+    /// `read`, with the pass's figures (among them the unit it was read in and the notice that goes with it).
+    public static func readWithStats(path: String, units: RecordingUnits) throws -> (samples: [Sample], stats: RecordingStreamStats) {
         var samples: [Sample] = []
-        try stream(path: path) { chunk in samples += chunk.samples }
-        return samples
+        let stats = try stream(path: path, units: units) { chunk in samples += chunk.samples }
+        return (samples, stats)
     }
 
     /// Reads the recording in one pass and hands its samples to `body` in chunks of at most `chunkSamples`,
@@ -32,8 +39,10 @@ public enum RecordingReader {
     /// cut short (`RecordingError.isCutShort`), every row before the cut has been handed over first, and with
     /// `acceptingCutShort` (and a row before the cut) the pass returns its figures with `cutShortAfterLine` set
     /// instead of throwing: a recorder that lost power leaves a good recording up to its last whole row.
+    /// `units`: what x, y, z are in; `.auto` holds the first chunk back until `RecordingUnitsEstimate` has seen
+    /// its samples, and every sample handed over is in m/s^2.
     @discardableResult
-    public static func stream(path: String, chunkSamples: Int = 4096, acceptingCutShort: Bool = false,
+    public static func stream(path: String, units: RecordingUnits = .auto, chunkSamples: Int = 4096, acceptingCutShort: Bool = false,
                               _ body: (inout RecordingChunk) throws -> Void) throws -> RecordingStreamStats {
         let (file, gzipName) = try open(path: path)
         defer { gzclose(file) }
@@ -44,8 +53,22 @@ public enum RecordingReader {
         chunk.samples.reserveCapacity(chunkSamples)
         chunk.lines.reserveCapacity(chunkSamples)
         var bodySeconds = 0.0, zlibSeconds = 0.0
-        func deliver() throws {
+        var headerUnits = RecordingUnits.auto
+        var scale: Double?   // m/s^2 per unit of the file, once decided
+        var wallClock = LocalWallClock(zone: .current)
+        func deliver(final: Bool = false) throws {
             guard !chunk.samples.isEmpty else { return }
+            if scale == nil {
+                guard final || chunk.samples.count >= RecordingUnitsEstimate.sampleCount else { return }
+                let decision = RecordingUnitsEstimate.decide(units, header: headerUnits,
+                                                             firstSamples: chunk.samples.prefix(RecordingUnitsEstimate.sampleCount), path: path)
+                stats.units = decision.units
+                stats.unitsNotice = decision.notice
+                scale = decision.units.metersPerSecondSquaredPerUnit
+            }
+            if let scale, scale != 1 {
+                for i in chunk.samples.indices { chunk.samples[i].acceleration = chunk.samples[i].acceleration * scale }
+            }
             chunk.compressedOffset = Int(gzoffset(file))
             let t0 = monotonicSeconds()
             let count = chunk.samples.count
@@ -62,7 +85,7 @@ public enum RecordingReader {
         }
         do {
             let lines = try forEachLine(of: file, path: path, readSeconds: &zlibSeconds) { line, number in
-                if let sample = parseLine(line) {
+                if let sample = parseLine(line, wallClock: &wallClock) {
                     // Written so that NaN fails too.
                     guard abs(sample.time) <= maximumTimeSeconds else {
                         throw RecordingError.badTime(path: path, line: number, text: excerpt(line))
@@ -72,10 +95,10 @@ public enum RecordingReader {
                     if chunk.samples.count >= chunkSamples { try deliver() }
                     return
                 }
-                try checkNonSample(line, number: number, path: path)
+                if let named = try checkNonSample(line, number: number, path: path) { headerUnits = named }
             }
             stats.lines = lines
-            try deliver()
+            try deliver(final: true)
             guard stats.samples > 0 else { throw RecordingError.noSamples(path: path, lines: stats.lines) }
         } catch let error as RecordingError where gzipName {
             // A plain CSV named .gz reads fine; anything else named .gz that is not gzip is told as such.
@@ -84,7 +107,7 @@ public enum RecordingReader {
             default: throw error
             }
         } catch let error as RecordingError where error.isCutShort {
-            try deliver()
+            try deliver(final: true)
             guard acceptingCutShort, stats.samples > 0, case .corruptGzip(_, let line, _) = error else { throw error }
             stats.cutShortAfterLine = line
         }
@@ -92,18 +115,14 @@ public enum RecordingReader {
         return stats
     }
 
-    /// The headers line 1 may hold: the time column is `t` (stepd's recordings) or `time` (most loggers').
-    static let headers: Set<String> = ["t,x,y,z", "time,x,y,z"]
-
-    /// A line that is not four numbers: blank lines pass, the header passes on line 1, anything else is an error.
-    private static func checkNonSample(_ line: UnsafePointer<CChar>, number: Int, path: String) throws {
+    /// A line that is not four numbers: blank lines pass, the header passes on line 1 (the unit it names is
+    /// returned, `.auto` for none), anything else is an error.
+    private static func checkNonSample(_ line: UnsafePointer<CChar>, number: Int, path: String) throws -> RecordingUnits? {
         let text = excerpt(line)
-        if text.isEmpty { return }
+        if text.isEmpty { return nil }
         if number == 1 {
-            guard RecordingReader.headers.contains(text.replacingOccurrences(of: " ", with: "").lowercased()) else {
-                throw RecordingError.badHeader(path: path, found: text)
-            }
-            return
+            guard let units = RecordingHeader.units(of: text) else { throw RecordingError.badHeader(path: path, found: text) }
+            return units
         }
         throw RecordingError.badLine(path: path, line: number, text: text)
     }
@@ -113,14 +132,18 @@ public enum RecordingReader {
 
     /// Opens `path` for zlib, after telling the reasons a person can fix (missing, a directory, permission)
     /// from each other; also says whether the name ends in .gz while the content is not gzip.
+    /// Only a regular file is read: opening a FIFO would wait for a writer, holding the daemon's start where
+    /// no signal ends it, and a device never ends. O_NONBLOCK makes the open itself return at once, whatever
+    /// the path turns out to be when it is opened; reads are blocking again after.
     static func open(path: String) throws -> (file: gzFile, gzipNameOnPlainFile: Bool) {
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { throw openError(path: path, errno: errno) }
         var info = stat()
-        if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
+        if fstat(fd, &info) == 0, let kind = notRegularFileKind(mode: info.st_mode) {
             close(fd)
-            throw RecordingError.isDirectory(path: path)
+            throw kind == "a directory" ? RecordingError.isDirectory(path: path) : RecordingError.notRegularFile(path: path, kind: kind)
         }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         var magic: [UInt8] = [0, 0]
         let n = pread(fd, &magic, 2, 0)
         if n < 0 {
@@ -134,6 +157,19 @@ public enum RecordingReader {
             throw RecordingError.unreadable(path: path, reason: "zlib cannot read it")
         }
         return (file, plainDespiteName)
+    }
+
+    /// What a file is when it is not a regular one ("a FIFO"), for a message; nil for a regular file.
+    public static func notRegularFileKind(mode: mode_t) -> String? {
+        switch mode & S_IFMT {
+        case S_IFREG: return nil
+        case S_IFDIR: return "a directory"
+        case S_IFIFO: return "a FIFO"
+        case S_IFCHR: return "a character device"
+        case S_IFBLK: return "a block device"
+        case S_IFSOCK: return "a socket"
+        default: return "not a file"
+        }
     }
 
     static func openError(path: String, errno code: Int32) -> RecordingError {
@@ -161,6 +197,12 @@ public enum RecordingReader {
             }
             readSeconds += monotonicSeconds() - readStart
             if read < 0 { throw corrupt(file, path: path, afterLine: number) }
+            if number == 0 && end == 0 && read > 0 {
+                let offset = storage.withUnsafeBytes { bytes in
+                    firstBinaryByte(in: UnsafeRawBufferPointer(rebasing: bytes[..<min(Int(read), binaryCheckBytes)]))
+                }
+                if let offset { throw RecordingError.binary(path: path, byte: offset + 1) }
+            }
             if read == 0 {
                 var status: Int32 = Z_OK
                 _ = gzerror(file, &status)
@@ -199,6 +241,16 @@ public enum RecordingReader {
         }
     }
 
+    /// How much of the start of a file is looked at for binary data: a text recording has none anywhere, but
+    /// a recorder that lost power may leave zero-filled blocks far into one that is good up to them.
+    static let binaryCheckBytes = 4096
+
+    /// The offset of the first byte no text recording holds (a control character other than tab, line feed,
+    /// form feed and carriage return: NUL, the bytes of an ELF, PNG or .cwa header), nil when there is none.
+    static func firstBinaryByte(in bytes: UnsafeRawBufferPointer) -> Int? {
+        bytes.firstIndex { byte in (byte < 0x20 && ![0x09, 0x0A, 0x0C, 0x0D].contains(byte)) || byte == 0x7F }
+    }
+
     private static func corrupt(_ file: gzFile, path: String, afterLine line: Int) -> RecordingError {
         var status: Int32 = Z_OK
         let message = gzerror(file, &status).map { String(cString: $0) } ?? ""
@@ -216,13 +268,35 @@ public enum RecordingReader {
         return printable.count > 80 ? String(printable.prefix(80)) + "…" : printable
     }
 
-    /// Parses "t,x,y,z"; nil if the line is not four numbers. Each number takes `RowNumber.parse`'s fast path
-    /// when it can and strtod's otherwise, with the same result either way.
+    /// Four digits and '-', read in order so that a shorter line is never read past its end.
+    @inline(__always)
+    private static func startsAsDate(_ line: UnsafePointer<CChar>) -> Bool {
+        func digit(_ c: CChar) -> Bool { UInt8(bitPattern: c) &- 48 < 10 }
+        return digit(line[0]) && digit(line[1]) && digit(line[2]) && digit(line[3]) && line[4] == 0x2D
+    }
+
+    /// `parseLine` with date-times without an offset read in the local zone (TZ).
     static func parseLine(_ line: UnsafePointer<CChar>) -> Sample? {
+        var wallClock = LocalWallClock(zone: .current)
+        return parseLine(line, wallClock: &wallClock)
+    }
+
+    /// Parses "t,x,y,z"; nil if the line is not four numbers. Each number takes `RowNumber.parse`'s fast path
+    /// when it can and strtod's otherwise, with the same result either way. A `t` that starts as a date does
+    /// (four digits and '-', which no number does) is read as a date-time, one without an offset by `wallClock`.
+    static func parseLine(_ line: UnsafePointer<CChar>, wallClock: inout LocalWallClock) -> Sample? {
         var values = (0.0, 0.0, 0.0, 0.0)
         var cursor = UnsafeMutablePointer(mutating: line)
         for index in 0..<4 {
-            guard let value = RowNumber.parse(&cursor) else { return nil }
+            let parsed: Double?
+            if index == 0 && startsAsDate(line) {
+                parsed = RecordingDateTime.parse(&cursor).map { time in
+                    time.offsetSeconds.map { time.wallSeconds - Double($0) } ?? wallClock.unixSeconds(wallSeconds: time.wallSeconds)
+                }
+            } else {
+                parsed = RowNumber.parse(&cursor)
+            }
+            guard let value = parsed else { return nil }
             switch index {
             case 0: values.0 = value
             case 1: values.1 = value
@@ -262,6 +336,11 @@ public struct RecordingStreamStats: Sendable, Equatable {
     public var parseSeconds = 0.0
     /// The last line read when the gzip stream ended early (`stream(acceptingCutShort: true)`); nil otherwise.
     public var cutShortAfterLine: Int?
+    /// The unit x, y, z were read in (never `.auto` once a sample has been handed over).
+    public var units = RecordingUnits.auto
+    /// One line to show the user when the unit was not the format's and no one named it: read as g because
+    /// the gravity in the first samples is about 1.
+    public var unitsNotice: String?
 
     public init() {}
 }

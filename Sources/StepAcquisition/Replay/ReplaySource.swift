@@ -34,7 +34,8 @@ public final class ReplaySource: SampleSource, Sendable {
     private static let leastBatchSpacingSeconds = batchSeconds / 2
 
     /// `pressure`: replay the barometer's file beside the recording when there is one (docs/barometer.md).
-    public init(path: String, speed: Double = 1, loop: Bool = false, demo: Bool = false, pressure readsPressure: Bool = true,
+    public init(path: String, speed: Double = 1, loop: Bool = false, demo: Bool = false, units: RecordingUnits = .auto,
+                pressure readsPressure: Bool = true,
                 logger: Logger = Logger(label: "stepd.replay"), clock: any DaemonClock = SystemClock()) throws {
         precondition(speed > 0 && speed.isFinite, "speed must be a positive number")
         self.path = path
@@ -43,7 +44,9 @@ public final class ReplaySource: SampleSource, Sendable {
         isDemo = demo
         self.logger = logger
         thread = SourceThread(name: "stepd.replay", clock: clock)
-        samples = try RecordingReader.read(path: path)
+        let read = try RecordingReader.readWithStats(path: path, units: units)
+        samples = read.samples
+        if let notice = read.stats.unitsNotice { logger.notice("replay \(notice)") }
         pressure = readsPressure ? try PressureFile.find(besideRecording: path).map(PressureFeed.init) : nil
     }
 

@@ -107,10 +107,15 @@ public struct ConfigFile: Equatable, Sendable {
     }
 
     /// The file's bytes, or the reason in the words of strerror(3) ("Is a directory", "Permission denied"):
-    /// Foundation's own errors would print an NSCocoaErrorDomain code.
+    /// Foundation's own errors would print an NSCocoaErrorDomain code. A FIFO or a device is refused before a
+    /// read could wait for ever (StartupFile).
     static func read(_ path: String) throws -> Data {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw ConfigError.cannotRead(file: path, reason: lowercasedError(errno)) }
+        let descriptor: CInt
+        switch StartupFile.openForReading(path: path) {
+        case .success(let opened): descriptor = opened
+        case .failure(let refused):
+            throw ConfigError.cannotRead(file: path, reason: refused.errno != 0 ? lowercasedError(refused.errno) : refused.reason)
+        }
         defer { close(descriptor) }
         var data = Data()
         var chunk = [UInt8](repeating: 0, count: 16_384)

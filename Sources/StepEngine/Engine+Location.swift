@@ -26,6 +26,10 @@ extension Engine: FixSink {
             withState { s in
                 let before = s.locationTracker.heardFromSource ? s.locationTracker.state : "starting"
                 s.locationTracker.connectionChanged(state)
+                switch state {
+                case .connected: s.gpsUnavailableSince = nil
+                case .unavailable: s.gpsUnavailableSince = s.gpsUnavailableSince ?? clock.now
+                }
                 logGPSTransition(from: before, &s)
                 publishLocation(s)
             }
@@ -74,6 +78,7 @@ extension Engine: FixSink {
     private func publishLocation(_ s: EngineState) {
         var snapshot = s.locationTracker.snapshot
         snapshot.restoreError = s.locationRestoreError
+        snapshot.unavailableSince = s.gpsUnavailableSince
         publishedLocation.withLockedValue { $0 = snapshot }
     }
 

@@ -47,6 +47,8 @@ struct EngineState {
     var locationTracker: LocationTracker
     /// Why the saved track and visits could not be read at start; nil when they were (or none was asked for).
     var locationRestoreError: String?
+    /// When the gpsd source last went from connected (or from the start) to unavailable; nil while connected.
+    var gpsUnavailableSince: Date?
     /// Walking bouts, found from the steps as `stepd analyze` finds them, and the signal their gait is measured on.
     var bouts = ActivityBoutFinder()
     var gait: GaitRecorder

@@ -21,6 +21,10 @@ public struct PositionMessage: Codable, Sendable, Equatable {
     public var age_s: Double?
     /// `high` (eph under 15 m), `medium` (under 50 m), `low`, or `unknown`.
     public var accuracy: String?
+    /// Only while gpsd is gone (lost, unreachable, not gpsd): since when, and why; the fields above are then the
+    /// last fix, if there was one.
+    public var unavailable_since: String?
+    public var error: String?
     public var id: JSONValue?
 
     public init(time: String? = nil, lat: Double? = nil, lon: Double? = nil, alt_msl_m: Double? = nil,

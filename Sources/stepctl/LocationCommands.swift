@@ -121,6 +121,14 @@ struct Visits: ParsableCommand {
 }
 
 func describe(position p: PositionMessage) -> String {
+    if let since = p.unavailable_since {
+        let gone = "GPS unavailable since \(since)" + (p.error.map { ": \($0)" } ?? "")
+        return p.lat == nil ? gone : gone + "\nlast fix: " + describe(fix: p)
+    }
+    return describe(fix: p)
+}
+
+private func describe(fix p: PositionMessage) -> String {
     guard let lat = p.lat, let lon = p.lon else { return "no fix yet" }
     var parts = [String(format: "%.7f, %.7f", lat, lon), p.mode]
     if let eph = p.eph_m { parts.append("±\(number(eph)) m (\(p.accuracy ?? "-"))") }

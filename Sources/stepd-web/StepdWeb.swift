@@ -20,6 +20,10 @@ struct StepdWeb: AsyncParsableCommand {
                                valueName: "host:port"))
     var listen: String = "127.0.0.1:8947"
 
+    @Option(help: ArgumentHelp("One more host name to answer for (besides 127.0.0.1, localhost, [::1], the --listen host and this machine's name); repeatable.",
+                               valueName: "name"))
+    var allowHost: [String] = []
+
     @Option(help: ArgumentHelp("The daemon's socket (default: where stepctl looks: $STEPD_SOCKET, /run/stepd/stepd.sock, ...).",
                                valueName: "path"))
     var socket: String?
@@ -50,6 +54,7 @@ struct StepdWeb: AsyncParsableCommand {
 
     func validate() throws {
         _ = try ListenAddress(listen)
+        if let problem = allowHost.lazy.compactMap(AllowedHosts.check(option:)).first { throw ValidationError(problem) }
         guard motionRate >= 1, motionRate <= 60 else { throw ValidationError("--motion-rate must be from 1 to 60") }
         if tiles != "none" {
             guard tiles.contains("{z}"), tiles.contains("{x}"), tiles.contains("{y}") else {
@@ -82,6 +87,9 @@ struct StepdWeb: AsyncParsableCommand {
         let settings = PageSettings(tiles: tiles == "none" ? nil : tiles, attribution: tilesAttribution,
                                     readOnly: token == nil, motionRateHz: motionRate)
         let router = Router()
+        // First: a request for a name stepd-web does not serve gets nothing else, not even the page's files.
+        router.add(middleware: HostCheckMiddleware(allowed: AllowedHosts(listenHost: address.host, extra: allowHost),
+                                                   refusals: RateLimitedLog(logger: logger)))
         router.add(middleware: FileMiddleware(assetsDirectory, searchForIndexHtml: true, logger: logger))
         router.add(middleware: FileMiddleware(leaflet, urlBasePath: "/leaflet", logger: logger))
         WebAPI(link: link, hub: hub, settings: settings, resetToken: token, logger: logger,

@@ -6,8 +6,9 @@ import XCTest
 /// 0.5 s, for a stop to be noticed, would cost two wake-ups a second for nothing.
 final class GPSDQuietTests: XCTestCase {
     func testAQuietGpsdCostsNoWakeUpsAndTheStopIsPrompt() throws {
-        // A gpsd without a receiver: the connection is made and nothing comes.
-        let listener = try SilentListener()
+        // A gpsd without a receiver: it greets with VERSION as gpsd does, and then nothing comes.
+        let listener = try AcceptingListener(greeting: #"{"class":"VERSION","release":"3.22","rev":"3.22","proto_major":3,"proto_minor":14}"# + "\n")
+        defer { listener.stop() }
         let port = listener.port
 
         let daemon = try Daemon(arguments: ["--replay", Binaries.bundledRecording, "--gpsd", "127.0.0.1:\(port)",

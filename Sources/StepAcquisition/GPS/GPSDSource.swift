@@ -6,8 +6,9 @@ import StepProcessing
 import Timekeeping
 
 /// Reads fixes from gpsd through libgps on a thread of its own (libgps reads block). When gpsd cannot
-/// be reached or the link drops, it retries after 2 s, doubling up to 60 s while gpsd stays away, and
-/// starts again at 2 s once a connection succeeds; it reports only changes of state, never each retry.
+/// be reached, the link drops, or the port answers but is not gpsd (no VERSION first), it retries after 2 s,
+/// doubling up to 60 s while gpsd stays away, and starts again at 2 s once gpsd has greeted it; it reports only
+/// changes of state, never each retry.
 /// gpsd cannot tell a client that it is back, so the back-off is the trade: a gpsd that went away a moment
 /// ago (restarted, its device replugged) is found within seconds, and one that is not there at all (none
 /// installed, a board without a receiver) costs a wake-up a minute rather than two a minute at 30 s.
@@ -16,6 +17,10 @@ public final class GPSDSource: Sendable {
         public var address = GPSDAddress()
         public var firstRetrySeconds = 2.0
         public var maximumRetrySeconds = 60.0
+        /// gpsd sends its VERSION object as it accepts a client (gpsd_json(5): "the daemon ships a VERSION
+        /// response to each client when the client first connects"), before anything is asked; a port that
+        /// sends nothing for this long, or something else first, is not gpsd.
+        public var versionWaitSeconds = 5.0
         public init() {}
     }
 
@@ -60,6 +65,17 @@ public final class GPSDSource: Sendable {
                 retrySeconds = min(retrySeconds * 2, configuration.maximumRetrySeconds)
                 continue
             }
+            if let why = notGPSD(session) {
+                cgps_close(session)
+                if isStopped { break }
+                // Not the address's fault once, but every time: backed off as an unreachable gpsd is, and
+                // reported (so logged) once, since the reason is the same at every try.
+                report(.unavailable(reason: "\(configuration.address) answered but is not gpsd: \(why)"))
+                logger.debug("gpsd: \(configuration.address) is not gpsd (\(why)); next try in \(retrySeconds) s")
+                pause(seconds: retrySeconds)
+                retrySeconds = min(retrySeconds * 2, configuration.maximumRetrySeconds)
+                continue
+            }
             retrySeconds = configuration.firstRetrySeconds
             logger.debug("gpsd: connected to \(configuration.address), watching reports")
             report(.connected)
@@ -70,6 +86,28 @@ public final class GPSDSource: Sendable {
             report(.unavailable(reason: "lost gpsd at \(configuration.address): \(reason)"))
             pause(seconds: retrySeconds)
         }
+    }
+
+    /// nil when the first message is gpsd's VERSION; else what came instead, for "... is not gpsd: <that>".
+    private func notGPSD(_ session: OpaquePointer) -> String? {
+        let socket = cgps_fd(session)
+        let wait = configuration.versionWaitSeconds
+        let ready = thread.whileBlocking(cancel: { _ = shutdown(socket, Int32(SHUT_RDWR)) }) {
+            cgps_wait(session, Int32(wait * 1_000_000))
+        }
+        if isStopped { return "stopped" }
+        guard ready == 1 else { return ready == 0 ? "no VERSION within \(Self.seconds(wait)) s" : "no VERSION (read failed)" }
+        var message: UnsafePointer<CChar>?
+        var error: UnsafePointer<CChar>?
+        guard cgps_read(session, &message, &error) == 1, let message else { return "no VERSION (\(text(error)))" }
+        guard strstr(message, #""class":"VERSION""#) == nil else { return nil }
+        let shown = String(decoding: Data(bytes: message, count: min(strlen(message), 60)), as: UTF8.self)
+            .unicodeScalars.filter { $0.value >= 0x20 && $0.value < 0x7F }.map(String.init).joined()
+        return "it sent \"\(shown)\" where gpsd sends VERSION first"
+    }
+
+    private static func seconds(_ value: Double) -> String {
+        value == value.rounded() ? String(Int(value)) : String(value)
     }
 
     /// Reads reports until the link fails or the source stops; returns why it ended.

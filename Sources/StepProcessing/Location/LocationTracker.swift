@@ -46,6 +46,9 @@ public struct LocationSnapshot: Sendable {
     public var maximumEphMeters = 25.0
     /// Why the track and visits saved by earlier runs could not be read at start (the path began afresh).
     public var restoreError: String?
+    /// Since when the gpsd source has been unavailable (lost, unreachable, not gpsd); nil while connected, and
+    /// before the source first reports.
+    public var unavailableSince: Date?
 
     /// The state STATUS reports at `now` (GPSState's rule).
     public func state(now: Date) -> GPSState {

@@ -57,6 +57,13 @@ final class StoreWriter {
         if let refusal = StoreSchema.refusal(path: path) {
             throw .cannotOpen(path: path, reason: refusal.description)
         }
+        // A value out of range refuses the file before anything writes to it: the pool below would switch it to
+        // WAL (a clean stop leaves it in DELETE mode) and claim it, and a refused file is left as it is.
+        if FileManager.default.fileExists(atPath: path), let violation = Self.violation(readingOnly: path) {
+            let error = StoreError.outOfRange(path: path, reason: violation.description)
+            refused = (try? StoreFileIdentity.of(path: path).get(), StoreFileContents.of(path: path), error)
+            throw error
+        }
         var config = GRDB.Configuration()
         config.journalMode = .wal
         config.label = "stepd.store"
@@ -142,6 +149,16 @@ final class StoreWriter {
         } catch {
             throw .cannotRead(path: path, reason: StepStore.reason(error))
         }
+    }
+
+    /// The first value out of range in the file at `path`, read without writing; nil when there is none or the
+    /// file cannot be read so (the open that follows says why).
+    private static func violation(readingOnly path: String) -> StoreRanges.Violation? {
+        var config = GRDB.Configuration()
+        config.readonly = true
+        guard let db = try? DatabaseQueue(path: path, configuration: config) else { return nil }
+        defer { try? db.close() }
+        return (try? db.read(StoreRanges.firstViolation)) ?? nil
     }
 
     /// The saved counter of a file that cannot be opened for writing, or nil.

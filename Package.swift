@@ -1,6 +1,6 @@
 // swift-tools-version:6.0
 // The targets read as the pipeline: C shims → acquisition → processing → service → clients. What depends on what:
-//   StepAcquisition → StepProcessing, CIIO, CGPS, CZlib      (sources: replay, IIO, gpsd)
+//   StepAcquisition → StepProcessing, StepProtocol, CIIO, CGPS, CZlib (sources: replay, IIO, gpsd; StartupFile)
 //   StepEngine      → StepProcessing, StepProtocol, Timekeeping (the processing queue; time comes from a DaemonClock)
 //   StepStore       → StepProcessing, StepProtocol, GRDB        (the history database and the MQTT outbox's rows)
 //   StepFleet       → StepEngine, StepStore, CMosquitto, CLibSSL (MQTT)
@@ -80,7 +80,8 @@ let package = Package(
         .target(name: "Timekeeping", dependencies: ["Locking", "CTimerFD"], path: "Sources/Timekeeping"),
         // Where samples and fixes come from: replay files, IIO accelerometers, gpsd.
         .target(name: "StepAcquisition", dependencies: [
-            "StepProcessing", "Locking", "Timekeeping", "CIIO", "CGPS", "CZlib", .product(name: "Logging", package: "swift-log"),
+            "StepProcessing", "StepProtocol", "Locking", "Timekeeping", "CIIO", "CGPS", "CZlib",
+            .product(name: "Logging", package: "swift-log"),
         ], path: "Sources/StepAcquisition"),
         // The wire protocol's messages, shared by the daemon and its clients, and how the daemon's values are
         // written as them (Wire/).

@@ -1,6 +1,7 @@
 import Glibc
 
-/// A file the daemon reads at start (stepd.conf, the MQTT TLS and password files) must be a regular file.
+/// A file the daemon reads at start (stepd.conf, a recording and its pressure file, the MQTT TLS and password
+/// files) must be a regular file.
 /// Opening a FIFO for reading waits for a writer, and a device may never end: the start would hang where no
 /// signal ends it (the signals are handled on the thread that waits), so anything else is refused at once.
 public enum StartupFile {
@@ -31,11 +32,12 @@ public enum StartupFile {
     /// `refusal`'s.
     public static func openForReading(path: String) -> Result<CInt, Refused> {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { return .failure(Refused(errno: errno, reason: String(cString: strerror(errno)))) }
+        guard fd >= 0 else { return .failure(Refused(errno: errno, reason: String(cString: strerror(errno)), kind: nil)) }
         var info = stat()
         if fstat(fd, &info) == 0, let kind = notRegularKind(mode: info.st_mode) {
             close(fd)
-            return .failure(Refused(errno: kind == "a directory" ? EISDIR : 0, reason: "it is \(kind), not a regular file"))
+            return .failure(Refused(errno: kind == "a directory" ? EISDIR : 0, reason: "it is \(kind), not a regular file",
+                                    kind: kind))
         }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         return .success(fd)
@@ -45,5 +47,7 @@ public enum StartupFile {
         /// The errno the open failed with; 0 for a file that opened but is not a regular file (EISDIR for a directory).
         public let errno: Int32
         public let reason: String
+        /// What the path is when it opened but is not a regular file ("a FIFO"); nil when the open failed.
+        public let kind: String?
     }
 }

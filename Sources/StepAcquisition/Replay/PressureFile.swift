@@ -2,6 +2,7 @@ import CZlib
 import Foundation
 import Glibc
 import StepProcessing
+import StepProtocol
 
 /// A barometer's recording beside an accelerometer recording: `walk.csv.gz` → `walk.pressure.csv` or
 /// `walk.pressure.csv.gz`, with the header `t,p_kpa` and one row a reading: seconds on the same clock as the
@@ -61,21 +62,17 @@ public final class PressureFileReader {
 
     public init(path: String) throws {
         self.path = path
-        // Non-blocking open and a regular file only, as the recording beside it (RecordingReader.open).
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else {
-            switch errno {
-            case ENOENT, ENOTDIR: throw PressureFileError.missing(path: path)
-            case EACCES, EPERM: throw PressureFileError.unreadable(path: path, reason: "permission denied")
-            default: throw PressureFileError.unreadable(path: path, reason: String(cString: strerror(errno)))
-            }
+        // Non-blocking open and a regular file only, as the recording beside it (StartupFile.openForReading).
+        let fd: CInt
+        switch StartupFile.openForReading(path: path) {
+        case .success(let opened): fd = opened
+        case .failure(let refused) where refused.kind == nil && (refused.errno == ENOENT || refused.errno == ENOTDIR):
+            throw PressureFileError.missing(path: path)
+        case .failure(let refused) where refused.kind == nil && (refused.errno == EACCES || refused.errno == EPERM):
+            throw PressureFileError.unreadable(path: path, reason: "permission denied")
+        case .failure(let refused):
+            throw PressureFileError.unreadable(path: path, reason: refused.reason)
         }
-        var info = stat()
-        if fstat(fd, &info) == 0, let kind = RecordingReader.notRegularFileKind(mode: info.st_mode) {
-            close(fd)
-            throw PressureFileError.unreadable(path: path, reason: "it is \(kind), not a regular file")
-        }
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         guard let file = gzdopen(fd, "rb") else {
             close(fd)
             throw PressureFileError.unreadable(path: path, reason: "zlib cannot read it")

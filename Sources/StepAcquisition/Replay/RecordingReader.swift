@@ -2,6 +2,7 @@ import CZlib
 import Foundation
 import Glibc
 import StepProcessing
+import StepProtocol
 import Timekeeping
 
 /// Reads a `t,x,y,z` recording (seconds, m/s^2), plain or gzip-compressed; zlib reads both transparently.
@@ -136,14 +137,13 @@ public enum RecordingReader {
     /// no signal ends it, and a device never ends. O_NONBLOCK makes the open itself return at once, whatever
     /// the path turns out to be when it is opened; reads are blocking again after.
     static func open(path: String) throws -> (file: gzFile, gzipNameOnPlainFile: Bool) {
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { throw openError(path: path, errno: errno) }
-        var info = stat()
-        if fstat(fd, &info) == 0, let kind = notRegularFileKind(mode: info.st_mode) {
-            close(fd)
+        let fd: CInt
+        switch StartupFile.openForReading(path: path) {
+        case .success(let opened): fd = opened
+        case .failure(let refused):
+            guard let kind = refused.kind else { throw openError(path: path, errno: refused.errno) }
             throw kind == "a directory" ? RecordingError.isDirectory(path: path) : RecordingError.notRegularFile(path: path, kind: kind)
         }
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         var magic: [UInt8] = [0, 0]
         let n = pread(fd, &magic, 2, 0)
         if n < 0 {
@@ -157,19 +157,6 @@ public enum RecordingReader {
             throw RecordingError.unreadable(path: path, reason: "zlib cannot read it")
         }
         return (file, plainDespiteName)
-    }
-
-    /// What a file is when it is not a regular one ("a FIFO"), for a message; nil for a regular file.
-    public static func notRegularFileKind(mode: mode_t) -> String? {
-        switch mode & S_IFMT {
-        case S_IFREG: return nil
-        case S_IFDIR: return "a directory"
-        case S_IFIFO: return "a FIFO"
-        case S_IFCHR: return "a character device"
-        case S_IFBLK: return "a block device"
-        case S_IFSOCK: return "a socket"
-        default: return "not a file"
-        }
     }
 
     static func openError(path: String, errno code: Int32) -> RecordingError {

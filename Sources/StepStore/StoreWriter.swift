@@ -57,12 +57,21 @@ final class StoreWriter {
         if let refusal = StoreSchema.refusal(path: path) {
             throw .cannotOpen(path: path, reason: refusal.description)
         }
-        // A value out of range refuses the file before anything writes to it: the pool below would switch it to
-        // WAL (a clean stop leaves it in DELETE mode) and claim it, and a refused file is left as it is.
-        if FileManager.default.fileExists(atPath: path), let violation = Self.violation(readingOnly: path) {
+        func refuse(_ violation: StoreRanges.Violation) -> StoreError {
             let error = StoreError.outOfRange(path: path, reason: violation.description)
             refused = (try? StoreFileIdentity.of(path: path).get(), StoreFileContents.of(path: path), error)
-            throw error
+            return error
+        }
+        // A value out of range refuses the file before anything writes to it: the pool below would switch it to
+        // WAL (a clean stop leaves it in DELETE mode) and claim it, and a refused file is left as it is. A file
+        // scanned so is not scanned again after the migration, which adds no value of its own.
+        var scanned = false
+        if FileManager.default.fileExists(atPath: path) {
+            switch Self.rangeCheck(readingOnly: path) {
+            case .inRange: scanned = true
+            case .violation(let violation): throw refuse(violation)
+            case .unread: break
+            }
         }
         var config = GRDB.Configuration()
         config.journalMode = .wal
@@ -85,11 +94,10 @@ final class StoreWriter {
                 throw StoreError.cannotOpen(path: path, reason: refusal.description)
             }
             try StoreSchema.migrator.migrate(db)
-            if let violation = try db.read(StoreRanges.firstViolation) {
+            // A new file, or one the read-only scan could not read (a schema from before a migration).
+            if !scanned, let violation = try db.read(StoreRanges.firstViolation) {
                 try? db.close()
-                let error = StoreError.outOfRange(path: path, reason: violation.description)
-                refused = (try? StoreFileIdentity.of(path: path).get(), StoreFileContents.of(path: path), error)
-                throw error
+                throw refuse(violation)
             }
             guard case .success(let opened) = StoreFileIdentity.of(path: path) else {
                 try? db.close()
@@ -151,14 +159,24 @@ final class StoreWriter {
         }
     }
 
-    /// The first value out of range in the file at `path`, read without writing; nil when there is none or the
-    /// file cannot be read so (the open that follows says why).
-    private static func violation(readingOnly path: String) -> StoreRanges.Violation? {
+    private enum RangeCheck {
+        case inRange
+        case violation(StoreRanges.Violation)
+        /// The file could not be scanned without writing (the open that follows says why, or scans it then).
+        case unread
+    }
+
+    /// The file at `path` scanned for a value out of range, read without writing.
+    private static func rangeCheck(readingOnly path: String) -> RangeCheck {
         var config = GRDB.Configuration()
         config.readonly = true
-        guard let db = try? DatabaseQueue(path: path, configuration: config) else { return nil }
+        guard let db = try? DatabaseQueue(path: path, configuration: config) else { return .unread }
         defer { try? db.close() }
-        return (try? db.read(StoreRanges.firstViolation)) ?? nil
+        do {
+            return try db.read(StoreRanges.firstViolation).map(RangeCheck.violation) ?? .inRange
+        } catch {
+            return .unread
+        }
     }
 
     /// The saved counter of a file that cannot be opened for writing, or nil.

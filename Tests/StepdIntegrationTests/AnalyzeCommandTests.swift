@@ -204,17 +204,12 @@ final class AnalyzeCommandTests: XCTestCase {
         XCTAssertTrue(usage.stderr.contains("needs --output DIR"), usage.stderr)
     }
 
-    /// The bundled walk's lines as text, header first: line n of the file is `lines[n - 1]`.
-    private func bundledLines() throws -> [String] {
-        try runCommand("/bin/sh", ["-c", "gzip -dc '\(Binaries.bundledRecording)'"]).stdout.split(separator: "\n").map(String.init)
-    }
-
     /// Hand-made hostile rows in a real walk: a time that says nothing about when (1e300, 1e20, a Unix time in
     /// nanoseconds, nan, inf, a 200,000-digit number) is refused with its line, 65, by analyze and by the
     /// daemon's replay alike; never a trap (SIGILL from an Int conversion), a hang or 0 steps.
     func testATimeBeyondTenToTheTwelveSecondsIsRefusedWithItsLine() throws {
         let dir = try TemporaryDirectory()
-        let clean = try bundledLines()
+        let clean = try bundledWalkLines()
         let cases: [(String, String)] = [
             ("e300", "1e300"), ("e20", "1e20"), ("nanoseconds", "1795132800000000000"), ("nan", "nan"), ("inf", "-inf"),
             ("negative", "-1e13"), ("digits", "1" + String(repeating: "0", count: 200_000)),
@@ -240,7 +235,7 @@ final class AnalyzeCommandTests: XCTestCase {
     /// negative clock and one near 10^12 s count the walk's steps, a line of 2 MB is refused with its number.
     func testHostileButLegalRowsCountTheWalkAndNothingEndsBySignal() throws {
         let dir = try TemporaryDirectory()
-        let clean = try bundledLines()
+        let clean = try bundledWalkLines()
         let cleanCount = try wholeFileCount(Binaries.bundledRecording)
         func shiftedLines(by offset: Double) -> [String] {
             [clean[0]] + clean.dropFirst().map { line in
@@ -293,17 +288,6 @@ final class AnalyzeCommandTests: XCTestCase {
     }
 
     /// The bundled walk with each row rewritten by `row` (t, x, y, z as read), under `header`.
-    private func rewrittenWalk(_ name: String, in dir: TemporaryDirectory, header: String = "t,x,y,z",
-                               _ row: (Double, Double, Double, Double) -> String) throws -> String {
-        let lines = try bundledLines().dropFirst().map { line -> String in
-            let v = line.split(separator: ",").map { Double(String($0))! }
-            return row(v[0], v[1], v[2], v[3])
-        }
-        let path = dir.file(name)
-        try ([header] + lines).joined(separator: "\n").appending("\n").write(toFile: path, atomically: true, encoding: .utf8)
-        return path
-    }
-
     private func analyzedSteps(_ arguments: [String], environment: [String: String] = [:]) throws -> (steps: Int, stderr: String) {
         let result = try runCommand(Binaries.stepd, ["analyze", "--json"] + arguments, environment: environment)
         XCTAssertEqual(result.status, 0, "\(arguments): \(result.stderr)")
@@ -319,19 +303,19 @@ final class AnalyzeCommandTests: XCTestCase {
         XCTAssertGreaterThan(metres.steps, 150)
         XCTAssertEqual(metres.stderr, "", "m/s² is the format: nothing to say")
         let g = standardGravity
-        let inG = try rewrittenWalk("in-g.csv", in: dir) { t, x, y, z in "\(t),\(x / g),\(y / g),\(z / g)" }
+        let inG = try rewrittenBundledWalk("in-g.csv", in: dir) { t, x, y, z in "\(t),\(x / g),\(y / g),\(z / g)" }
         let detected = try analyzedSteps([inG])
         XCTAssertEqual(detected.steps, metres.steps)
         let notices = detected.stderr.split(separator: "\n")
         XCTAssertEqual(notices.count, 1, detected.stderr)
         XCTAssertTrue(notices.first?.hasPrefix("stepd: \(inG): the accelerations look like g (median magnitude 1.0") == true, detected.stderr)
-        let named = try rewrittenWalk("named.csv", in: dir, header: "t,x_g,y_g,z_g") { t, x, y, z in "\(t),\(x / g),\(y / g),\(z / g)" }
+        let named = try rewrittenBundledWalk("named.csv", in: dir, header: "t,x_g,y_g,z_g") { t, x, y, z in "\(t),\(x / g),\(y / g),\(z / g)" }
         let fromHeader = try analyzedSteps([named])
         XCTAssertEqual(fromHeader.steps, metres.steps)
         XCTAssertEqual(fromHeader.stderr, "", "a header that names the unit needs no notice")
         XCTAssertEqual(try analyzedSteps(["--units", "g", inG]).steps, metres.steps)
         XCTAssertLessThan(try analyzedSteps(["--units", "mps2", inG]).steps, metres.steps / 2, "read as m/s², g is a tenth of a walk")
-        let metresNamed = try rewrittenWalk("mps2.csv", in: dir, header: "t,x_mps2,y_mps2,z_mps2") { t, x, y, z in "\(t),\(x),\(y),\(z)" }
+        let metresNamed = try rewrittenBundledWalk("mps2.csv", in: dir, header: "t,x_mps2,y_mps2,z_mps2") { t, x, y, z in "\(t),\(x),\(y),\(z)" }
         XCTAssertEqual(try analyzedSteps([metresNamed]).steps, metres.steps)
         let bad = try runCommand(Binaries.stepd, ["analyze", "--units", "furlongs", inG])
         XCTAssertEqual(bad.status, 64, bad.stderr)
@@ -344,7 +328,7 @@ final class AnalyzeCommandTests: XCTestCase {
         let dir = try TemporaryDirectory()
         let metres = try analyzedSteps([Binaries.bundledRecording]).steps
         let start = 1_399_469_390.0   // 2014-05-07T13:29:50Z, 14:29:50 in London (BST)
-        let unix = try rewrittenWalk("unix.csv", in: dir) { t, x, y, z in String(format: "%.4f,\(x),\(y),\(z)", start + t) }
+        let unix = try rewrittenBundledWalk("unix.csv", in: dir) { t, x, y, z in String(format: "%.4f,\(x),\(y),\(z)", start + t) }
         // 13:29:50 (or 14:29:50) plus t, in ten-thousandths of a second as the recording writes t.
         func dateTime(_ t: Double, _ separator: String, hour: Int) -> String {
             let units = Int((t * 10_000).rounded()) + 50 * 10_000
@@ -353,10 +337,10 @@ final class AnalyzeCommandTests: XCTestCase {
         }
         XCTAssertEqual(dateTime(0.0100, " ", hour: 13), "2014-05-07 13:29:50.0100")
         XCTAssertEqual(dateTime(70, "T", hour: 13), "2014-05-07T13:31:00.0000")
-        let offset = try rewrittenWalk("offset.csv", in: dir) { t, x, y, z in dateTime(t, "T", hour: 14) + "+01:00,\(x),\(y),\(z)" }
-        let utc = try rewrittenWalk("utc.csv", in: dir) { t, x, y, z in dateTime(t, "T", hour: 13) + "Z,\(x),\(y),\(z)" }
+        let offset = try rewrittenBundledWalk("offset.csv", in: dir) { t, x, y, z in dateTime(t, "T", hour: 14) + "+01:00,\(x),\(y),\(z)" }
+        let utc = try rewrittenBundledWalk("utc.csv", in: dir) { t, x, y, z in dateTime(t, "T", hour: 13) + "Z,\(x),\(y),\(z)" }
         let g = standardGravity
-        let stepcount = try rewrittenWalk("stepcount.csv", in: dir, header: "time,x,y,z") { t, x, y, z in
+        let stepcount = try rewrittenBundledWalk("stepcount.csv", in: dir, header: "time,x,y,z") { t, x, y, z in
             dateTime(t, " ", hour: 14) + ",\(x / g),\(y / g),\(z / g)"
         }
         let london = ["TZ": "Europe/London"]
@@ -369,7 +353,7 @@ final class AnalyzeCommandTests: XCTestCase {
         XCTAssertEqual(minutes.status, 0, minutes.stderr)
         XCTAssertEqual(minutes.stdout.split(separator: "\n").dropFirst().first?.split(separator: ",").first,
                        "2014-05-07T14:29:00+01:00", "a time without an offset is the local wall clock: \(minutes.stdout.prefix(200))")
-        var lines = try bundledLines()
+        var lines = try bundledWalkLines()
         lines[3] = "2014-02-30 10:00:00,0,0,9.8"
         try lines.joined(separator: "\n").appending("\n").write(toFile: dir.file("feb30.csv"), atomically: true, encoding: .utf8)
         let refused = try runCommand(Binaries.stepd, ["analyze", dir.file("feb30.csv")])

@@ -1,4 +1,5 @@
 import Foundation
+import StepProcessing
 import StepProtocol
 import XCTest
 
@@ -184,13 +185,8 @@ final class ConfigKeysTests: XCTestCase {
     /// the setting (no notice of a guess); units = mps2 takes the same file as m/s², a tenth of a walk.
     func testUnitsKeyTakesEffect() throws {
         let directory = try TemporaryDirectory()
-        let text = try runCommand("/bin/sh", ["-c", "gzip -dc '\(Binaries.bundledRecording)'"]).stdout
-        let rows = text.split(separator: "\n").dropFirst().map { line -> String in
-            let v = line.split(separator: ",").map { Double(String($0))! }
-            return "\(v[0]),\(v[1] / 9.80665),\(v[2] / 9.80665),\(v[3] / 9.80665)"
-        }
-        let inG = directory.file("in-g.csv")
-        try (["t,x,y,z"] + rows).joined(separator: "\n").appending("\n").write(toFile: inG, atomically: true, encoding: .utf8)
+        let g = standardGravity
+        let inG = try rewrittenBundledWalk("in-g.csv", in: directory) { t, x, y, z in "\(t),\(x / g),\(y / g),\(z / g)" }
         let offline = try runCommand(Binaries.stepd, ["analyze", "--json", Binaries.bundledRecording])
         let walk = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(offline.stdout.utf8)) as? [String: Any])?["steps"] as? Int)
         var counts: [String: Int] = [:]

@@ -126,15 +126,9 @@ final class GPSDFake {
     var output: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
     static func accepts(port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        } == 0
+        let (fd, connected) = connectToLoopback(port: port)
+        close(fd)
+        return connected
     }
 
     /// A loopback TCP port nobody listens on now.
@@ -166,15 +160,9 @@ final class GPSDWatcher {
 
     /// Connects and sends `command`: by default the WATCH that gpspipe -w sends.
     init(port: Int, command: String = "?WATCH={\"enable\":true,\"json\":true};\n") throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else {
+        let connected: Bool
+        (fd, connected) = connectToLoopback(port: port)
+        guard connected else {
             close(fd)
             throw NSError(domain: "GPSDWatcher", code: Int(errno), userInfo: [NSLocalizedDescriptionKey: "cannot connect to gpsd on \(port)"])
         }

@@ -1,4 +1,5 @@
 import Foundation
+import StepProcessing
 import XCTest
 
 /// The daemon replaying a recording counts exactly what `stepd analyze` counts on the same file.
@@ -54,13 +55,8 @@ final class ReplayDaemonTests: XCTestCase {
     /// daemon's log; `--units mps2` takes the file at its word.
     func testAReplayOfTheWalkInGCountsAsTheWalkInMetresPerSecondSquared() throws {
         let directory = try TemporaryDirectory()
-        let text = try runCommand("/bin/sh", ["-c", "gzip -dc '\(Binaries.bundledRecording)'"]).stdout
-        let rows = text.split(separator: "\n").dropFirst().map { line -> String in
-            let v = line.split(separator: ",").map { Double(String($0))! }
-            return "\(v[0]),\(v[1] / 9.80665),\(v[2] / 9.80665),\(v[3] / 9.80665)"
-        }
-        let inG = directory.file("in-g.csv")
-        try (["t,x,y,z"] + rows).joined(separator: "\n").appending("\n").write(toFile: inG, atomically: true, encoding: .utf8)
+        let g = standardGravity
+        let inG = try rewrittenBundledWalk("in-g.csv", in: directory) { t, x, y, z in "\(t),\(x / g),\(y / g),\(z / g)" }
         let offline = try analyze(Binaries.bundledRecording, detector: "peak")
         let daemon = try Daemon(arguments: ["--replay", inG, "--speed", "40"])
         try daemon.waitUntil(timeout: 120, "the replay to finish") { status in

@@ -4,11 +4,6 @@ import XCTest
 /// A replayed recording with impossible values or a broken clock: nothing traps, nothing freezes, and the
 /// count is the one the good samples give.
 final class ReplaySanityTests: XCTestCase {
-    private func bundledLines() throws -> [String] {
-        let text = try runCommand("/bin/sh", ["-c", "gzip -dc '\(Binaries.bundledRecording)'"]).stdout
-        return text.split(separator: "\n").map(String.init)
-    }
-
     private func analyze(_ file: String) throws -> Int {
         let result = try runCommand(Binaries.stepd, ["analyze", "--json", file])
         XCTAssertEqual(result.status, 0, result.stderr)
@@ -31,7 +26,7 @@ final class ReplaySanityTests: XCTestCase {
 
     func testImpossibleSamplesInjectedIntoARealRecordingAreDroppedAndCounted() throws {
         let directory = try TemporaryDirectory()
-        let clean = try bundledLines()
+        let clean = try bundledWalkLines()
         var crafted: [String] = []
         var injected = 0
         for (index, line) in clean.enumerated() {
@@ -73,7 +68,7 @@ final class ReplaySanityTests: XCTestCase {
     /// A jump of 10^11 s (3,170 years, within the 10^12 s a reader takes: RecordingReaderTests): a gap.
     func testATimestampJumpOfThreeMillenniaIsAGapNotATrap() throws {
         let directory = try TemporaryDirectory()
-        var lines = try bundledLines()
+        var lines = try bundledWalkLines()
         let middle = lines.count / 2
         for i in middle..<lines.count {
             var fields = lines[i].split(separator: ",").map(String.init)
@@ -97,7 +92,7 @@ final class ReplaySanityTests: XCTestCase {
     /// an hour in the future, and `today` short of `steps`.
     func testADayForwardThenAnHourBackStampsNoStepAwayFromTheReplay() throws {
         let directory = try TemporaryDirectory()
-        var lines = try bundledLines()
+        var lines = try bundledWalkLines()
         var offset = 0.0
         for i in 1..<lines.count {
             if i >= 1500, i % 1000 == 500 { offset += 86_400 }

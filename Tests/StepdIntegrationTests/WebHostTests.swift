@@ -9,16 +9,9 @@ final class WebHostTests: XCTestCase {
     /// the status and the body.
     private func get(port: Int, _ path: String, host: String?, extraHost: String? = nil,
                      version: String = "HTTP/1.1") throws -> (status: Int, body: String) {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let (fd, connected) = connectToLoopback(port: port)
         defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        XCTAssertEqual(connected, 0)
+        XCTAssertTrue(connected, "connect to 127.0.0.1:\(port)")
         var head = "GET \(path) \(version)\r\n"
         if let host { head += "Host: \(host)\r\n" }
         if let extraHost { head += "Host: \(extraHost)\r\n" }

@@ -259,15 +259,13 @@ final class SSEClient {
     private var text = ""
 
     init(port: Int) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        let connected: Bool
+        (fd, connected) = connectToLoopback(port: port)
+        guard connected else {
+            let code = errno
+            Glibc.close(fd)
+            throw NSError(domain: "SSEClient", code: Int(code))
         }
-        guard connected == 0 else { throw NSError(domain: "SSEClient", code: Int(errno)) }
         let request = Array("GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n".utf8)
         _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
     }

@@ -2,6 +2,40 @@ import Foundation
 import Locking
 import XCTest
 
+/// A TCP socket listening on 127.0.0.1 at a port the kernel picks; a test that cannot listen is skipped.
+func listenOnLoopback(backlog: Int32) throws -> (fd: Int32, port: Int) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    XCTAssertGreaterThanOrEqual(fd, 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Bool in
+            bind(fd, pointer, length) == 0 && listen(fd, backlog) == 0 && getsockname(fd, pointer, &length) == 0
+        }
+    }
+    guard bound else {
+        let reason = String(cString: strerror(errno))
+        close(fd)
+        throw XCTSkip("cannot listen on 127.0.0.1: \(reason)")
+    }
+    return (fd, Int(UInt16(bigEndian: address.sin_port)))
+}
+
+/// A TCP socket and whether it connected to `port` on 127.0.0.1; the caller closes it either way.
+func connectToLoopback(port: Int) -> (fd: Int32, connected: Bool) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let result = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    return (fd, result == 0)
+}
+
 /// A TCP listener on 127.0.0.1 that never accepts nor sends: a gpsd stand-in for tests that look at the
 /// daemon's connection rather than at what gpsd says (the kernel completes the connection in the backlog).
 final class SilentListener {
@@ -9,23 +43,7 @@ final class SilentListener {
     let port: Int
 
     init() throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        XCTAssertGreaterThanOrEqual(fd, 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { [fd] in
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Bool in
-                bind(fd, pointer, length) == 0 && listen(fd, 4) == 0 && getsockname(fd, pointer, &length) == 0
-            }
-        }
-        guard bound else {
-            let reason = String(cString: strerror(errno))
-            close(fd)
-            throw XCTSkip("cannot listen on 127.0.0.1: \(reason)")
-        }
-        port = Int(UInt16(bigEndian: address.sin_port))
+        (fd, port) = try listenOnLoopback(backlog: 4)
     }
 
     deinit { close(fd) }
@@ -54,22 +72,7 @@ final class AcceptingListener: Sendable {
 
     init(greeting: String?) throws {
         self.greeting = greeting
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { [fd] in
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Bool in
-                bind(fd, pointer, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, pointer, &length) == 0
-            }
-        }
-        guard bound else {
-            let reason = String(cString: strerror(errno))
-            close(fd)
-            throw XCTSkip("cannot listen on 127.0.0.1: \(reason)")
-        }
-        port = Int(UInt16(bigEndian: address.sin_port))
+        (fd, port) = try listenOnLoopback(backlog: 16)
         Thread.detachNewThread { [self] in acceptLoop() }
     }
 

@@ -33,7 +33,7 @@ run: build
 test: setup-test
 	scripts/test
 
-# The unit, integration and release tests on another day: every test process and the daemons it starts see a
+# The unit and integration tests on another day: every test process and the daemons it starts see a
 # clock moved to WHEN (default: more than a year ahead, just before a daylight-saving change; scripts/test).
 test-shifted: setup-test
 	scripts/test --shifted $(WHEN)

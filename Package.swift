@@ -41,6 +41,14 @@ let daemonLinkFlags = daemonReleaseLinkFlags + (orderFile.map { path in
     ["-Xlinker", "--symbol-ordering-file=\(path.hasPrefix("/") ? path : "\(packageRoot)/\(path)")"]
 } ?? []) + (linkMap.map { ["-Xlinker", "-Map=\($0)"] } ?? [])
 
+// The tests' own code (and TestSupport's) unoptimized in a release build: scripts/test builds once, in the
+// release configuration with -enable-testing, so that the modules the tests exercise are the optimized ones that
+// ship; optimizing 20,000 lines of test code on top (whole-module, one job a module) would cost minutes and ship
+// nothing. Last on the compiler's line, these win over SwiftPM's -O and -whole-module-optimization.
+let testCodeSettings: [SwiftSetting] = [
+    .unsafeFlags(["-Onone", "-no-whole-module-optimization"], .when(configuration: .release)),
+]
+
 let package = Package(
     name: "stepd",
     platforms: [.macOS(.v13)],
@@ -165,11 +173,12 @@ let package = Package(
         ], path: "Sources/stepd-web", exclude: ["Public"]),
 
         // What the test targets share (hostile request lines, a barometer's track); not part of the product.
-        .target(name: "TestSupport", dependencies: ["StepProcessing", "Timekeeping", "Locking"], path: "Tests/TestSupport"),
-        .testTarget(name: "StepProcessingTests", dependencies: ["StepProcessing", "TestSupport"], path: "Tests/StepProcessingTests"),
-        .testTarget(name: "StepServiceTests", dependencies: ["StepProcessing", "StepProtocol", "StepEngine", "StepStore", "StepFleet", "StepServer", "StepService", "StepLogging", "Locking", "Timekeeping", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio")], path: "Tests/StepServiceTests"),
+        .target(name: "TestSupport", dependencies: ["StepProcessing", "Timekeeping", "Locking"], path: "Tests/TestSupport",
+                swiftSettings: testCodeSettings),
+        .testTarget(name: "StepProcessingTests", dependencies: ["StepProcessing", "TestSupport"], path: "Tests/StepProcessingTests", swiftSettings: testCodeSettings),
+        .testTarget(name: "StepServiceTests", dependencies: ["StepProcessing", "StepProtocol", "StepEngine", "StepStore", "StepFleet", "StepServer", "StepService", "StepLogging", "Locking", "Timekeeping", "TestSupport", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio")], path: "Tests/StepServiceTests", swiftSettings: testCodeSettings),
         .testTarget(name: "StepdIntegrationTests", dependencies: ["StepProtocol", "StepAcquisition", "Locking", "TestSupport"],
-                    path: "Tests/StepdIntegrationTests"),
+                    path: "Tests/StepdIntegrationTests", swiftSettings: testCodeSettings),
     ]
 )
 

@@ -14,6 +14,7 @@
 struct feature_state feature = { REPORTING_NONE, POWER_D4_OFF, 0, 1 };
 int created;
 unsigned long input_reads;
+unsigned long feature_reads;
 static int uhid_fd = -1;
 
 void say(const char *fmt, ...)
@@ -130,6 +131,7 @@ static void answer_get_report(const struct uhid_sensor *sensor, const struct uhi
 		ev.u.get_report_reply.err = EINVAL;
 	} else if (req->rtype == UHID_FEATURE_REPORT) {
 		ev.u.get_report_reply.size = (uint16_t)encode_feature(ev.u.get_report_reply.data);
+		feature_reads++;
 	} else if (req->rtype == UHID_INPUT_REPORT) {
 		ev.u.get_report_reply.size = (uint16_t)sensor->encode_input(ev.u.get_report_reply.data);
 		input_reads++;

@@ -88,6 +88,7 @@ struct uhid_sensor {
 extern struct feature_state feature;  /* as the driver last wrote it */
 extern int created;                   /* the HID device exists */
 extern unsigned long input_reads;     /* GET_REPORT requests of the input report answered */
+extern unsigned long feature_reads;   /* GET_REPORT requests of the feature report answered */
 
 void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The driver has the sensor on: power state D0, reporting all events. */

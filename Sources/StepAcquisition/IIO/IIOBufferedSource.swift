@@ -67,10 +67,18 @@ struct IIOBufferedSource {
         batch.reserveCapacity(stillScans)
         var lost = LostScans(name: name, rateHz: rateHz, sink: sink, logger: logger)
 
+        // The device's stamps, one stream across the buffers made again: the scans a new buffer costs (those
+        // still unread in the old one, and those captured while it is made again) are lost, and counted as the
+        // stamps show them, as a buffer that overran is.
+        var gaps = SampleGapCounter(rateHz: rateHz)
+        var bufferLength = "?"
+        defer { gaps.restart().map { lost.report($0, length: bufferLength) } }
+
         // One buffer of `size` scans, read until the source stops (true) or the stillness changes (false). libiio
         // fixes the watermark when it creates the buffer, and the kernel refuses a new one while the buffer is
         // enabled (EBUSY): a new batch size is a new buffer. The scans captured while it is made again are lost
-        // (a few milliseconds); the time stamps (or the refill clock) keep the timeline true across the gap.
+        // (a few milliseconds, more on a busy board: STATUS counts them); the time stamps (or the refill clock)
+        // keep the timeline true across the gap.
         // The barometer reads on its own thread again when this one stops refilling.
         defer { readAlong?.stopped() }
         func capture(scans size: Int) throws -> Bool {
@@ -98,9 +106,7 @@ struct IIOBufferedSource {
             let cancel = IIOBufferCancel(buffer: buffer)
             let length = (try? device.readBufferAttribute("length")) ?? "?"
             logger.trace("\(name): a buffer of \(size) scans (kernel buffer/length \(length))")
-            // A gap across the buffer made again is the reader's own (a few milliseconds), not the device's.
-            var gaps = SampleGapCounter(rateHz: rateHz)
-            defer { gaps.restart().map { lost.report($0, length: length) } }
+            bufferLength = length
             while !stop.isStopped {
                 let result = stop.whileBlocking(cancel: { cancel() }) { iio_buffer_refill(buffer) }
                 if stop.isStopped { return true }
@@ -129,7 +135,7 @@ struct IIOBufferedSource {
                     let time = timeline.time(ofScan: i, of: count, refilledAt: refillTime, timestampNanoseconds: nanoseconds)
                     // Only the device's own stamps show a gap: the refill clock spaces the scans evenly.
                     if nanoseconds != nil, clock != .none, let loss = gaps.add(time: time) {
-                        lost.report(loss, length: length)
+                        lost.report(loss, length: bufferLength)
                     }
                     let raw = (ciio_channel_convert_integer(axes[0], px), ciio_channel_convert_integer(axes[1], py),
                                ciio_channel_convert_integer(axes[2], pz))
@@ -210,7 +216,7 @@ struct LostScans {
         let now = IIOTimeline.monotonicSeconds()
         guard now - lastLogged >= 60 else { return }
         let gap = String(format: "%.2f", loss.to - loss.from)
-        logger.warning("\(name): \(unlogged) samples lost (the device's time stamps jump by \(gap) s): its kernel buffer of \(length) scans (\(IIODiscovery.format(rateHz)) Hz) overran while this reader was held up")
+        logger.warning("\(name): \(unlogged) samples lost (gaps in the device's time stamps over \(gap) s): its kernel buffer of \(length) scans (\(IIODiscovery.format(rateHz)) Hz) overran while this reader was held up, or scans were lost while the buffer was made anew, or in the kernel")
         unlogged = 0
         lastLogged = now
     }

@@ -66,8 +66,9 @@ final class IIOStillBatchingTests: XCTestCase {
             return fake.log.contains("the recording played once") && Date().timeIntervalSince(stableSince) > 2
         }
         XCTAssertEqual(status.sourceKind, "iio-buffer")
+        // fake-iio's own lines ("buffer off after N scans (D dropped, ..."), not the daemon's, which the log holds too.
         let dropped = fake.log.split(separator: "\n").compactMap { line -> Int? in
-            guard let range = line.range(of: " scans (") else { return nil }
+            guard line.contains("buffer off after"), let range = line.range(of: " scans (") else { return nil }
             return Int(line[range.upperBound...].prefix { $0.isNumber })
         }
         XCTAssertEqual(dropped.reduce(0, +), 0, "scans the fake device dropped, its FIFO full: \(fake.log)")

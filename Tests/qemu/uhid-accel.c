@@ -76,24 +76,8 @@ static const uint8_t report_descriptor[] = {
 	0xC0,                   /* End Collection */
 };
 
-/* The same device for --arrival-stamps: no timestamp field, so the kernel stamps each scan on arrival. */
-static const uint8_t report_descriptor_unstamped[] = {
-	0x05, 0x20, 0x09, 0x73, 0xA1, 0x00,
-	SENSOR_FEATURE_FIELDS
-	0x0A, 0x52, 0x14,
-	0x15, 0x00, 0x26, 0xFF, 0x7F,
-	0x75, 0x10, 0x95, 0x01, 0x55, 0x0E,
-	0xB1, 0x02,
-	0x0A, 0x53, 0x04,
-	0x17, 0x00, 0x00, 0x00, 0x80, 0x27, 0xFF, 0xFF, 0xFF, 0x7F,
-	0x75, 0x20, 0x95, 0x01, 0x55, 0x0C,
-	0x81, 0x02,
-	0x0A, 0x54, 0x04,
-	0x81, 0x02,
-	0x0A, 0x55, 0x04,
-	0x81, 0x02,
-	0xC0,
-};
+/* The timestamp field alone: --arrival-stamps leaves it out of the descriptor (unstamped_descriptor). */
+static const uint8_t timestamp_field[] = { TIMESTAMP_FIELD };
 
 struct sample {
 	double t;
@@ -349,12 +333,18 @@ int main(int argc, char **argv)
 		argv++;
 		argc--;
 	}
+	/* For --arrival-stamps: the same descriptor without the timestamp field, which comes just before its
+	 * End Collection, so that the kernel stamps each scan on arrival. */
+	uint8_t unstamped_descriptor[sizeof(report_descriptor) - sizeof(timestamp_field)];
+	size_t kept = sizeof(report_descriptor) - sizeof(timestamp_field) - 1;
+	memcpy(unstamped_descriptor, report_descriptor, kept);
+	unstamped_descriptor[kept] = report_descriptor[sizeof(report_descriptor) - 1];
 	const struct uhid_sensor accelerometer = {
 		.program = "uhid-accel",
 		.name = "stepd-test HID sensor hub accelerometer",
 		.product = 0x0001, /* pid.codes' test product id */
-		.descriptor = device_stamps ? report_descriptor : report_descriptor_unstamped,
-		.descriptor_size = device_stamps ? sizeof(report_descriptor) : sizeof(report_descriptor_unstamped),
+		.descriptor = device_stamps ? report_descriptor : unstamped_descriptor,
+		.descriptor_size = device_stamps ? sizeof(report_descriptor) : sizeof(unstamped_descriptor),
 		.initial_interval_ms = 10,
 		.encode_input = encode_input,
 		.send_due_reports = send_due_reports,
